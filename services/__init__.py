@@ -1,0 +1,1 @@
+"""Arbiter's services: one package each, sharing the kit in services.common."""

@@ -1,0 +1,107 @@
+"""Per-sample signals that tell a reasoning run is healthy or hacking its reward.
+
+Reflection keywords ("wait", "let me reconsider") rising with length is the long-CoT
+emergence people watch for; length pinned at the cap, a saturating reward and
+repetition are the hacking and collapse signs. Everything here is numeric, so it can
+go straight into OpenRLHF's extra_logs, and every sample carries the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cached_property
+
+from services.common.settings import EmergenceSettings
+
+_THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_ANSWER_TAG_RE = re.compile(r"<answer>.*?</answer>", re.DOTALL | re.IGNORECASE)
+_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def slug(keyword: str) -> str:
+    """A log-key-safe name for a keyword: 'let me reconsider' -> 'let_me_reconsider'."""
+    return re.sub(r"[^0-9a-z]+", "_", keyword.lower()).strip("_")
+
+
+def strip_eos(text: str, markers: Sequence[str]) -> tuple[str, bool]:
+    """Remove trailing end-of-sequence markers (and whitespace); say whether any was there."""
+    stripped = text.rstrip()
+    found = False
+    changed = True
+    while changed:
+        changed = False
+        for marker in markers:
+            if marker and stripped.endswith(marker):
+                stripped = stripped[: -len(marker)].rstrip()
+                found = changed = True
+    return stripped, found
+
+
+def repeated_ngram_ratio(words: Sequence[str], n: int) -> float:
+    """Share of n-grams that repeat an earlier one: 0 for fresh text, -> 1 for a loop."""
+    total = len(words) - n + 1
+    if total <= 1:
+        return 0.0
+    seen = {tuple(words[i : i + n]) for i in range(total)}
+    return 1.0 - len(seen) / total
+
+
+class EmergenceStats:
+    """Computes the emergence logs of one response; built once per server."""
+
+    def __init__(self, settings: EmergenceSettings) -> None:
+        self._settings = settings
+        # Longest first, so "let me reconsider" is not also counted as a shorter keyword it contains.
+        keywords = sorted({k.strip().lower() for k in settings.keywords if k.strip()}, key=len, reverse=True)
+        self._keywords = keywords
+        self._slugs = {k: slug(k) for k in keywords}
+        if keywords:
+            alternatives = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in keywords)
+            self._pattern: re.Pattern[str] | None = re.compile(
+                rf"(?<![\w-])({alternatives})(?![\w-])", re.IGNORECASE
+            )
+        else:
+            self._pattern = None
+
+    @cached_property
+    def keys(self) -> tuple[str, ...]:
+        return (
+            *(f"reflect/{self._slugs[k]}" for k in sorted(self._keywords)),
+            "reflect/total",
+            "reflect/any",
+            "response/chars",
+            "response/words",
+            "response/stopped",
+            "format/think",
+            "format/answer_tag",
+            "format/boxed",
+            "response/repetition",
+        )
+
+    def compute(self, response: str, finish_reason: str | None = None) -> dict[str, float]:
+        text, had_eos = strip_eos(response, self._settings.eos_markers)
+        stopped = finish_reason == "stop" if finish_reason else had_eos
+        logs: dict[str, float] = {f"reflect/{self._slugs[k]}": 0.0 for k in self._keywords}
+        total = 0
+        if self._pattern is not None:
+            for match in self._pattern.finditer(text):
+                key = " ".join(match.group(1).lower().split())
+                logs[f"reflect/{self._slugs.get(key, slug(key))}"] += 1.0
+                total += 1
+        words = _WORD_RE.findall(text.lower())
+        logs.update(
+            {
+                "reflect/total": float(total),
+                "reflect/any": 1.0 if total else 0.0,
+                "response/chars": float(len(text)),
+                "response/words": float(len(words)),
+                "response/stopped": 1.0 if stopped else 0.0,
+                "format/think": 1.0 if _THINK_RE.search(text) else 0.0,
+                "format/answer_tag": 1.0 if _ANSWER_TAG_RE.search(text) else 0.0,
+                "format/boxed": 1.0 if _BOXED_RE.search(text) else 0.0,
+                "response/repetition": repeated_ngram_ratio(words, self._settings.repetition_ngram),
+            }
+        )
+        return logs

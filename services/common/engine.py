@@ -1,0 +1,211 @@
+"""The scoring pipeline every transport shares: cache -> dedupe -> micro-batcher -> grader.
+
+Whatever happens below it, `ScoringEngine.score` returns one finite Result per sample
+before the deadline: failures become the fallback reward with a non-OK status, a detail
+and a `status/<name>` flag, never an exception or a silent zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from services.common.batcher import (
+    BatcherClosedError,
+    DeadlineExceededError,
+    MicroBatcher,
+    QueueFullError,
+)
+from services.common.cache import Cache, NullCache, cache_key
+from services.common.contract import RESERVED_LOG_KEYS, GraderInfo, Result, Sample, Status
+from services.common.emergence import EmergenceStats
+from services.common.grader import Grader
+from services.common.metrics import KitMetrics
+from services.common.settings import EmergenceSettings, ServerSettings
+
+log = logging.getLogger(__name__)
+
+STATUS_KEYS = {status: f"status/{status.value.lower()}" for status in Status}
+CACHED_KEY = "cache/hit"
+
+
+class ScoringEngine:
+    def __init__(
+        self,
+        grader: Grader,
+        server: ServerSettings,
+        cache: Cache | None = None,
+        emergence: EmergenceSettings | None = None,
+        metrics: KitMetrics | None = None,
+    ) -> None:
+        self.grader = grader
+        self.server = server
+        self.cache: Cache = cache or NullCache()
+        self.metrics = metrics or KitMetrics()
+        emergence = emergence or EmergenceSettings()
+        self.emergence = EmergenceStats(emergence)
+        self.eos_markers: tuple[str, ...] = tuple(emergence.eos_markers)
+        self.batcher: MicroBatcher[Sample, Result] = MicroBatcher(
+            self._grade_batch, server.batch, self.metrics
+        )
+        self._inflight: dict[str, asyncio.Future[Result]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        grader_keys = tuple(k for k in grader.log_keys if k not in RESERVED_LOG_KEYS)
+        self.log_keys: tuple[str, ...] = (
+            *grader_keys,
+            *self.emergence.keys,
+            *STATUS_KEYS.values(),
+            CACHED_KEY,
+        )
+        self._ready = False
+
+    @property
+    def info(self) -> GraderInfo:
+        return self.grader.info
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    async def start(self) -> None:
+        await self.batcher.start()
+        self._ready = True
+
+    async def stop(self) -> None:
+        self._ready = False
+        await self.batcher.stop()
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=2.0)
+        await self.cache.aclose()
+        await self.grader.aclose()
+
+    # -- the pipeline -------------------------------------------------------------------
+
+    async def score(self, samples: Sequence[Sample], timeout_s: float | None = None) -> list[Result]:
+        started = time.monotonic()
+        budget = min(timeout_s, self.server.deadline_s) if timeout_s else self.server.deadline_s
+        deadline = started + budget
+        info = self.info
+        keys = [cache_key(info, sample) for sample in samples]
+        hits = await self.cache.get_many(keys)
+        results: list[Result | None] = list(hits)
+        pending: dict[int, asyncio.Future[Result]] = {}
+        for index, (key, hit) in enumerate(zip(keys, hits, strict=True)):
+            if hit is not None:
+                self.metrics.cache.labels("hit").inc()
+                continue
+            self.metrics.cache.labels("miss").inc()
+            future = self._inflight.get(key)
+            if future is None:
+                try:
+                    future = self.batcher.submit(samples[index], deadline)
+                except QueueFullError as exc:
+                    results[index] = self.fallback(Status.OVERLOADED, f"{exc}; retry later or add replicas")
+                    continue
+                except BatcherClosedError as exc:
+                    results[index] = self.fallback(Status.OVERLOADED, str(exc))
+                    continue
+                self._inflight[key] = future
+                future.add_done_callback(self._forget(key))
+            pending[index] = future
+        if pending:
+            await asyncio.wait(set(pending.values()), timeout=max(0.0, deadline - time.monotonic()))
+        fresh: list[tuple[str, Result]] = []
+        for index, future in pending.items():
+            result = self._outcome(future, budget)
+            results[index] = result
+            if result.status is Status.OK:
+                fresh.append((keys[index], result))
+        if fresh:
+            self._in_background(self.cache.set_many(fresh))
+        final = [
+            self._finish(
+                sample,
+                result if result is not None else self.fallback(Status.GRADER_ERROR, "no result"),
+                cached=hit is not None,
+            )
+            for sample, result, hit in zip(samples, results, hits, strict=True)
+        ]
+        for result in final:
+            self.metrics.samples.labels(result.status.value).inc()
+        return final
+
+    def fallback(self, status: Status, detail: str) -> Result:
+        return Result(reward=self.server.fallback_reward, score=0.0, status=status, detail=detail)
+
+    def finish_fallback(self, sample: Sample | None, status: Status, detail: str) -> Result:
+        """A fallback result for a sample that never reached the pipeline, with full logs."""
+        return self._finish(sample, self.fallback(status, detail), cached=False)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    async def _grade_batch(self, samples: list[Sample]) -> list[Result]:
+        """Grade a batch; when it fails as a whole, grade one by one to isolate the culprit."""
+        try:
+            return await self._call_grader(samples)
+        except Exception:
+            if len(samples) == 1:
+                raise
+        results: list[Result] = []
+        for sample in samples:
+            try:
+                results.extend(await self._call_grader([sample]))
+            except Exception as exc:
+                results.append(self.fallback(Status.GRADER_ERROR, _describe(exc)))
+        return results
+
+    async def _call_grader(self, samples: list[Sample]) -> list[Result]:
+        results = await asyncio.wait_for(self.grader.score(samples), self.server.deadline_s)
+        if len(results) != len(samples):
+            raise RuntimeError(f"grader returned {len(results)} results for {len(samples)} samples")
+        return results
+
+    def _outcome(self, future: asyncio.Future[Result], budget: float) -> Result:
+        if not future.done():
+            return self.fallback(Status.TIMEOUT, f"no verdict within the {budget:g}s deadline")
+        if future.cancelled():
+            return self.fallback(Status.GRADER_ERROR, "grading was cancelled")
+        exc = future.exception()
+        if exc is None:
+            return future.result()
+        if isinstance(exc, DeadlineExceededError | TimeoutError):
+            return self.fallback(Status.TIMEOUT, f"no verdict within the {budget:g}s deadline ({exc})")
+        if isinstance(exc, BatcherClosedError):
+            return self.fallback(Status.OVERLOADED, str(exc))
+        return self.fallback(Status.GRADER_ERROR, _describe(exc))
+
+    def _finish(self, sample: Sample | None, result: Result, cached: bool) -> Result:
+        """Attach the logs every sample carries: grader keys, emergence, status flags."""
+        logs = dict.fromkeys(self.log_keys, 0.0)
+        if sample is not None:
+            logs.update(self.emergence.compute(sample.response, sample.metadata.get("finish_reason")))
+        logs.update({k: v for k, v in result.logs.items() if math.isfinite(v)})
+        logs[STATUS_KEYS[result.status]] = 1.0
+        logs[CACHED_KEY] = 1.0 if cached else 0.0
+        if result.status is not Status.OK:  # one fallback rule for every failure, whoever reports it
+            return result.model_copy(
+                update={"logs": logs, "reward": self.server.fallback_reward, "score": 0.0}
+            )
+        return result.model_copy(update={"logs": logs})
+
+    def _forget(self, key: str) -> Callable[[asyncio.Future[Result]], None]:
+        def done(future: asyncio.Future[Result]) -> None:
+            self._inflight.pop(key, None)
+            if not future.cancelled():
+                future.exception()  # retrieved: no "never retrieved" noise for abandoned work
+
+        return done
+
+    def _in_background(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else 'no message'}"[:500]

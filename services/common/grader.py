@@ -1,0 +1,43 @@
+"""What a grader is, to the kit: an async batch function plus its identity.
+
+Graders never see HTTP, gRPC, caches or batching; the kit does all of that around them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from services.common.contract import GraderInfo, Result, Sample
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Scores a batch of samples, one Result per sample, in order.
+
+    A grader reports per-sample problems as Results with a non-OK status; it raises
+    only when the whole batch failed (the kit then isolates the failing sample).
+    `log_keys` are the logs every one of its results carries (missing ones are filled
+    with 0), so a trainer sees the same extra_logs keys on every sample.
+    """
+
+    @property
+    def info(self) -> GraderInfo: ...
+
+    @property
+    def log_keys(self) -> Sequence[str]: ...
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def config_hash(config: BaseModel | dict[str, Any]) -> str:
+    """A short stable hash of a grader's effective configuration."""
+    data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

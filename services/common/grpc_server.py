@@ -1,0 +1,83 @@
+"""The gRPC face of a served grader: arbiter.v1.RewardService, plus health and reflection."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from arbiter.v1 import reward_pb2 as pb
+from arbiter.v1 import reward_pb2_grpc as pb_grpc
+from services.common.engine import ScoringEngine
+from services.common.logs import new_request_id, request_id_var
+from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RewardService"].full_name
+
+
+class RewardServicer(pb_grpc.RewardServiceServicer):
+    def __init__(self, engine: ScoringEngine) -> None:
+        self.engine = engine
+
+    async def Score(self, request: pb.ScoreRequest, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
+        metadata = dict(context.invocation_metadata() or ())
+        request_id = request.request_id or str(metadata.get("x-request-id", "")) or new_request_id()
+        token = request_id_var.set(request_id)
+        metrics = self.engine.metrics
+        started = time.monotonic()
+        code = "OK"
+        metrics.inflight.inc()
+        try:
+            server = self.engine.server
+            if len(request.samples) > server.max_samples_per_request:
+                code = "INVALID_ARGUMENT"
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{len(request.samples)} samples in one request; the limit is "
+                    f"{server.max_samples_per_request} (max_samples_per_request)",
+                )
+            if request.timeout_s < 0 or request.timeout_s != request.timeout_s:
+                code = "INVALID_ARGUMENT"
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "timeout_s must be >= 0")
+            samples = [sample_from_pb(s) for s in request.samples]
+            timeout = request.timeout_s or None
+            remaining = context.time_remaining()
+            if remaining is not None:  # the client's own gRPC deadline bounds ours
+                timeout = min(timeout or remaining, max(remaining - 0.05, 0.001))
+            results = await self.engine.score(samples, timeout)
+            return response_to_pb(results, self.engine.info, request_id)
+        finally:
+            metrics.inflight.dec()
+            metrics.requests.labels("grpc", "Score", code).inc()
+            metrics.request_latency.labels("grpc", "Score").observe(time.monotonic() - started)
+            request_id_var.reset(token)
+
+    async def Info(self, request: pb.InfoRequest, context: grpc.aio.ServicerContext) -> pb.GraderInfo:
+        self.engine.metrics.requests.labels("grpc", "Info", "OK").inc()
+        return info_to_pb(self.engine.info)
+
+
+def build_grpc_server(engine: ScoringEngine) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+    """An unstarted grpc.aio server with the reward, health and reflection services."""
+    limit = engine.server.max_body_bytes
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", limit),
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    pb_grpc.add_RewardServiceServicer_to_server(RewardServicer(engine), server)  # type: ignore[no-untyped-call]
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+        server,
+    )
+    return server, health_servicer
+
+
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+SERVING = health_pb2.HealthCheckResponse.SERVING

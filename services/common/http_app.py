@@ -1,0 +1,209 @@
+"""The HTTP face of a served grader: /v1/score, OpenRLHF's /get_reward, info, health, metrics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from services.common.contract import GraderInfo, Result, ScoreRequest, ScoreResponse, Status
+from services.common.engine import ScoringEngine
+from services.common.logs import new_request_id, request_id_var
+from services.common.openrlhf import PROMPT_MISMATCH_KEY, BodyError, to_response, to_samples
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+GRADER_HEADER = "x-arbiter-grader"
+
+
+class _BodyTooLargeError(Exception):
+    pass
+
+
+class KitMiddleware:
+    """Pure ASGI (no per-request task): request id, body size limit, request metrics."""
+
+    def __init__(self, app: ASGIApp, engine: ScoringEngine, max_body_bytes: int) -> None:
+        self.app = app
+        self.engine = engine
+        self.max_body = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or new_request_id()
+        token = request_id_var.set(request_id)
+        path = scope.get("path", "")
+        endpoint = path if path in _KNOWN_PATHS else "other"
+        metrics = self.engine.metrics
+        started = time.monotonic()
+        status_code = 500
+        response_started = False
+
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await _send_json(send, 413, _error("body_too_large", self._too_large(int(declared))), request_id)
+            metrics.requests.labels("http", endpoint, "413").inc()
+            request_id_var.reset(token)
+            return
+
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body:
+                    raise _BodyTooLargeError
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal status_code, response_started
+            if message["type"] == "http.response.start":
+                status_code = message["status"]
+                response_started = True
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode("latin-1"))]
+            await send(message)
+
+        metrics.inflight.inc()
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLargeError:
+            if not response_started:
+                status_code = 413
+                await _send_json(send, 413, _error("body_too_large", self._too_large(received)), request_id)
+        finally:
+            metrics.inflight.dec()
+            metrics.requests.labels("http", endpoint, str(status_code)).inc()
+            metrics.request_latency.labels("http", endpoint).observe(time.monotonic() - started)
+            request_id_var.reset(token)
+
+    def _too_large(self, size: int) -> str:
+        return f"body of {size} bytes exceeds the limit of {self.max_body} bytes (max_body_bytes)"
+
+
+_KNOWN_PATHS = {"/v1/score", "/get_reward", "/v1/info", "/healthz", "/readyz", "/metrics"}
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"type": kind, "message": message}}
+
+
+async def _send_json(send: Send, status: int, payload: dict[str, Any], request_id: str) -> None:
+    body = orjson.dumps(payload)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"x-request-id", request_id.encode("latin-1")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _json(payload: Any, status: int = 200, info: GraderInfo | None = None) -> Response:
+    headers = {GRADER_HEADER: f"{info.name}/{info.version}/{info.config_hash}"} if info else None
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json", headers=headers)
+
+
+def build_http_app(engine: ScoringEngine, title: str | None = None) -> FastAPI:
+    """A FastAPI app serving `engine`; lifecycle (start/stop) belongs to the caller."""
+    server = engine.server
+    app = FastAPI(title=title or f"arbiter {engine.info.name}", version=engine.info.version)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err.get('msg')}"
+            for err in exc.errors()[:20]
+        ]
+        return JSONResponse(
+            status_code=422,
+            content={**_error("invalid_request", "; ".join(problems)), "detail": exc.errors()[:20]},
+        )
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(status_code=exc.status_code, content=_error("http_error", str(exc.detail)))
+
+    @app.post("/v1/score", response_model=ScoreResponse)
+    async def score(request: ScoreRequest) -> Response:
+        if len(request.samples) > server.max_samples_per_request:
+            raise HTTPException(
+                413,
+                f"{len(request.samples)} samples in one request; the limit is "
+                f"{server.max_samples_per_request} (max_samples_per_request)",
+            )
+        if request.request_id:
+            request_id_var.set(request.request_id)
+        results = await engine.score(request.samples, request.timeout_s or None)
+        payload = ScoreResponse(results=results, grader=engine.info, request_id=request_id_var.get())
+        return _json(payload.model_dump(mode="json"), info=engine.info)
+
+    @app.post("/get_reward")
+    async def get_reward(request: Request) -> Response:
+        try:
+            data = orjson.loads(await request.body())
+            items = to_samples(data, engine.eos_markers)
+        except orjson.JSONDecodeError as exc:
+            return _json(_error("invalid_json", f"body is not valid JSON: {exc}"), 400)
+        except BodyError as exc:
+            return _json(_error("invalid_body", str(exc)), 400)
+        if len(items) > server.max_samples_per_request:
+            return _json(
+                _error("too_many_samples", f"{len(items)} samples; limit {server.max_samples_per_request}"),
+                413,
+            )
+        usable = [item.sample for item in items if item.sample is not None]
+        scored = iter(await engine.score(usable) if usable else [])
+        results: list[Result] = []
+        for item in items:
+            if item.sample is None:
+                result = engine.finish_fallback(None, Status.INVALID_INPUT, item.problem)
+            else:
+                result = next(scored)
+            results.append(
+                result.model_copy(
+                    update={"logs": {**result.logs, PROMPT_MISMATCH_KEY: float(item.prompt_mismatch)}}
+                )
+            )
+        return _json(to_response(results, [*engine.log_keys, PROMPT_MISMATCH_KEY]), info=engine.info)
+
+    @app.get("/v1/info", response_model=GraderInfo)
+    async def info() -> Response:
+        return _json(engine.info.model_dump(mode="json"))
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        if not engine.ready:
+            return _json({"status": "starting"}, 503)
+        return _json({"status": "ready", "queue": len(engine.batcher)})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.add_middleware(KitMiddleware, engine=engine, max_body_bytes=server.max_body_bytes)
+    return app

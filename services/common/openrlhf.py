@@ -1,0 +1,121 @@
+"""OpenRLHF's remote-reward wire format, both ways.
+
+OpenRLHF crashes training on anything but 200 with finite floats, so nothing here
+raises for a per-sample problem: a bad item becomes an INVALID_INPUT result (the
+fallback reward plus a `status/invalid_input` flag). Only a body that is not a JSON
+object with a `query` list is rejected, by the caller, as a 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.common.contract import Result, Sample
+from services.common.emergence import strip_eos
+
+PROMPT_MISMATCH_KEY = "input/prompt_mismatch"
+
+
+class BodyError(ValueError):
+    """The body is not an OpenRLHF request at all (the only case answered with a 4xx)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedItem:
+    sample: Sample | None  # None: the item is unusable, see `problem`
+    problem: str = ""
+    prompt_mismatch: bool = False
+
+
+def parse_body(data: Any) -> list[Any]:
+    """Validate the outer shape; return the query list."""
+    if not isinstance(data, dict):
+        raise BodyError('body must be a JSON object like {"query": [...], "prompts": [...], "labels": [...]}')
+    query = data.get("query")
+    if not isinstance(query, list):
+        raise BodyError('body must have a "query" list (OpenRLHF: prompt + response, one per sample)')
+    for name in ("prompts", "labels"):
+        if data.get(name) is not None and not isinstance(data[name], list):
+            raise BodyError(f'"{name}" must be a list when present')
+    return query
+
+
+def _label_text(label: Any) -> str | None:
+    """Dataset label columns arrive as strings, numbers or JSON objects; all become strings."""
+    if label is None:
+        return ""
+    if isinstance(label, str):
+        return label
+    if isinstance(label, bool):
+        return None
+    if isinstance(label, int | float):
+        return str(label)
+    if isinstance(label, dict | list):
+        return json.dumps(label, ensure_ascii=False)
+    return None
+
+
+def split_query(query: str, prompt: str, eos_markers: Sequence[str]) -> tuple[str, bool, str]:
+    """The response part of `query` (= prompt + response), whether the prompt matched, finish reason.
+
+    OpenRLHF decodes with special tokens kept, so a trailing EOS text means the model
+    stopped on its own; without one the rollout hit the length cap.
+    """
+    if query.startswith(prompt):
+        response, matched = query[len(prompt) :], True
+    else:
+        # Re-tokenisation can change whitespace at the join; cut at the common prefix.
+        common = 0
+        for a, b in zip(query, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        response, matched = query[common:], False
+    stripped, had_eos = strip_eos(response, eos_markers)
+    return stripped, matched, "stop" if had_eos else "length"
+
+
+def to_samples(data: dict[str, Any], eos_markers: Sequence[str]) -> list[ParsedItem]:
+    query = parse_body(data)
+    prompts = data.get("prompts")
+    labels = data.get("labels")
+    items: list[ParsedItem] = []
+    for index, text in enumerate(query):
+        if not isinstance(text, str):
+            items.append(ParsedItem(None, f"query[{index}] must be a string, got {type(text).__name__}"))
+            continue
+        if prompts is None:
+            prompt: Any = ""
+        elif index < len(prompts):
+            prompt = prompts[index]
+        else:
+            items.append(ParsedItem(None, f"prompts has {len(prompts)} items, query has {len(query)}"))
+            continue
+        if not isinstance(prompt, str):
+            items.append(ParsedItem(None, f"prompts[{index}] must be a string, got {type(prompt).__name__}"))
+            continue
+        raw_label = labels[index] if labels is not None and index < len(labels) else None
+        if labels is not None and index >= len(labels):
+            items.append(ParsedItem(None, f"labels has {len(labels)} items, query has {len(query)}"))
+            continue
+        label = _label_text(raw_label)
+        if label is None:
+            items.append(ParsedItem(None, f"labels[{index}] has unusable type {type(raw_label).__name__}"))
+            continue
+        response, matched, finish = split_query(text, prompt, eos_markers)
+        sample = Sample(prompt=prompt, response=response, label=label, metadata={"finish_reason": finish})
+        items.append(ParsedItem(sample, prompt_mismatch=not matched))
+    return items
+
+
+def to_response(results: Sequence[Result], log_keys: Sequence[str]) -> dict[str, Any]:
+    """`{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}` with the same keys per sample."""
+    keys = list(dict.fromkeys([*log_keys, *(k for r in results for k in r.logs)]))
+    return {
+        "rewards": [r.reward for r in results],
+        "scores": [r.score for r in results],
+        "extra_logs": {key: [r.logs.get(key, 0.0) for r in results] for key in keys},
+    }

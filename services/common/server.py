@@ -1,0 +1,152 @@
+"""Serve any grader over gRPC and HTTP at once, from one engine (one cache, one batcher).
+
+`GraderServer` is the unit: `arbiter serve` starts several in one event loop, a
+service's `__main__` starts one, tests start them on port 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Callable, Iterator, Sequence
+
+import grpc
+import uvicorn
+from grpc_health.v1 import health
+
+from services.common.cache import make_cache
+from services.common.engine import ScoringEngine
+from services.common.grader import Grader
+from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
+from services.common.http_app import build_http_app
+from services.common.metrics import KitMetrics
+from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
+
+log = logging.getLogger(__name__)
+
+
+class _UvicornServer(uvicorn.Server):
+    """Uvicorn without its own signal handling: the process owner stops every server."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+class GraderServer:
+    def __init__(
+        self,
+        name: str,
+        grader: Grader,
+        server: ServerSettings,
+        cache: CacheSettings | None = None,
+        emergence: EmergenceSettings | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = server
+        self.engine = ScoringEngine(
+            grader,
+            server,
+            cache=make_cache(cache or CacheSettings()),
+            emergence=emergence,
+            metrics=KitMetrics(),
+        )
+        self.http_port = 0
+        self.grpc_port = 0
+        self._uvicorn: _UvicornServer | None = None
+        self._uvicorn_task: asyncio.Task[None] | None = None
+        self._grpc: grpc.aio.Server | None = None
+        self._health: health.aio.HealthServicer | None = None
+
+    @property
+    def http_url(self) -> str:
+        host = self.settings.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.http_port}"
+
+    @property
+    def grpc_target(self) -> str:
+        return f"{self.settings.host}:{self.grpc_port}" if self.grpc_port else ""
+
+    async def start(self) -> None:
+        await self.engine.start()
+        sock = _bind(self.settings.host, self.settings.http_port)
+        self.http_port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            build_http_app(self.engine, title=f"arbiter {self.name}"),
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            http="httptools",
+            ws="none",
+            backlog=4096,
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=5,
+        )
+        self._uvicorn = _UvicornServer(config)
+        self._uvicorn_task = asyncio.create_task(
+            self._uvicorn.serve(sockets=[sock]), name=f"http-{self.name}"
+        )
+        if self.settings.grpc_port >= 0:
+            self._grpc, self._health = build_grpc_server(self.engine)
+            self.grpc_port = self._grpc.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
+            await self._grpc.start()
+            await self._health.set("", SERVING)
+            await self._health.set(SERVICE_NAME, SERVING)
+        while not self._uvicorn.started:
+            if self._uvicorn_task.done():
+                self._uvicorn_task.result()  # re-raise why uvicorn could not start
+                raise RuntimeError(f"{self.name}: HTTP server exited during start-up")
+            await asyncio.sleep(0.01)
+        log.info("%s serving: http %s  grpc %s", self.name, self.http_url, self.grpc_target or "off")
+
+    async def stop(self) -> None:
+        if self._health is not None:
+            await self._health.enter_graceful_shutdown()
+            await self._health.set("", NOT_SERVING)
+        if self._grpc is not None:
+            await self._grpc.stop(grace=5)
+        if self._uvicorn is not None and self._uvicorn_task is not None:
+            self._uvicorn.should_exit = True
+            await self._uvicorn_task
+        await self.engine.stop()
+
+    async def __aenter__(self) -> GraderServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+async def run_until_signalled(
+    servers: Sequence[GraderServer], on_started: Callable[[], None] | None = None
+) -> None:
+    """Start the servers, wait for SIGINT/SIGTERM, stop them all gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started: list[GraderServer] = []
+    try:
+        for server in servers:
+            await server.start()
+            started.append(server)
+        if on_started is not None:
+            on_started()
+        await stop.wait()
+    finally:
+        for server in reversed(started):
+            await server.stop()

@@ -1,0 +1,128 @@
+"""All configuration in one place: environment variables over an optional YAML file over defaults.
+
+Env vars use the prefix ARBITER_ and `__` for nesting (ARBITER_CACHE__BACKEND=redis,
+ARBITER_REWARD_RULES__HTTP_PORT=9000); the YAML file is named by ARBITER_CONFIG or
+`--config`, and mirrors the same tree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+DEFAULT_REFLECTION_KEYWORDS = (
+    "wait",
+    "actually",
+    "hmm",
+    "however",
+    "alternatively",
+    "let me reconsider",
+    "let me re-check",
+    "let me recheck",
+    "let me verify",
+    "let me check",
+    "double-check",
+    "on second thought",
+    "i made a mistake",
+    "re-evaluate",
+    "verify",
+)
+
+# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
+DEFAULT_EOS_MARKERS = (
+    "</s>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<｜end▁of▁sentence｜>",
+)
+
+
+class BatchSettings(BaseModel):
+    max_batch_size: int = Field(default=64, ge=1)
+    max_wait_ms: float = Field(default=5.0, ge=0.0, description="how long a batch waits to fill")
+    max_queue: int = Field(default=20_000, ge=1, description="queued samples before OVERLOADED")
+    max_concurrent_batches: int = Field(default=4, ge=1)
+
+
+class ServerSettings(BaseModel):
+    host: str = "127.0.0.1"
+    http_port: int = Field(default=8100, ge=0, le=65535, description="0 picks a free port")
+    grpc_port: int = Field(default=9100, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
+    deadline_s: float = Field(default=60.0, gt=0, description="per-request deadline; well inside 180 s")
+    fallback_reward: float = Field(default=0.0, description="reward of a sample that could not be graded")
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    max_samples_per_request: int = Field(default=4096, ge=1)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+
+
+class CacheSettings(BaseModel):
+    backend: Literal["memory", "redis", "none"] = "memory"
+    max_entries: int = Field(default=200_000, ge=0)
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    ttl_s: int = Field(default=7 * 24 * 3600, ge=0, description="0 keeps entries forever")
+    redis_timeout_s: float = Field(default=0.25, gt=0)
+    redis_retry_after_s: float = Field(default=5.0, ge=0, description="pause after Redis fails")
+
+
+class EmergenceSettings(BaseModel):
+    keywords: list[str] = Field(default_factory=lambda: list(DEFAULT_REFLECTION_KEYWORDS))
+    eos_markers: list[str] = Field(default_factory=lambda: list(DEFAULT_EOS_MARKERS))
+    repetition_ngram: int = Field(default=4, ge=1)
+
+
+class LogSettings(BaseModel):
+    level: str = "INFO"
+    json_format: bool = Field(default=False, description="one JSON object per line")
+
+
+class KitSettings(BaseSettings):
+    """The settings every deployment has; services/settings.py adds one section per service."""
+
+    model_config = SettingsConfigDict(env_prefix="ARBITER_", env_nested_delimiter="__", extra="forbid")
+
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    emergence: EmergenceSettings = Field(default_factory=EmergenceSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Precedence: explicit arguments, then env vars, then the YAML file, then defaults.
+        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls)
+
+
+S = TypeVar("S", bound=KitSettings)
+
+
+def load_settings(cls: type[S], config_file: str | Path | None = None, **overrides: Any) -> S:
+    """Settings from env + YAML; `config_file` wins over ARBITER_CONFIG."""
+    path = config_file or os.environ.get("ARBITER_CONFIG")
+    if not path:
+        return cls(**overrides)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"config file not found: {path}")
+    from_file = type(
+        cls.__name__,
+        (cls,),
+        {"model_config": SettingsConfigDict(**{**cls.model_config, "yaml_file": str(path)})},
+    )
+    return from_file(**overrides)  # type: ignore[no-any-return]

@@ -1,0 +1,1 @@
+"""Rule graders: format/length/repetition rules, math answers, code tests."""

@@ -1,0 +1,73 @@
+"""The reward_rules service's grader: routes each sample to a rule grader by its label.
+
+A JSON label names its grader (`{"grader": "math", ...}`); any other label goes to the
+configured default. Sub-graders run concurrently on their share of the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.grader import Grader, config_hash
+
+VERSION = "0.1.0"
+
+
+class RulesGrader:
+    def __init__(self, graders: Mapping[str, Grader], default: str) -> None:
+        if default not in graders:
+            raise ValueError(f"default grader {default!r} is not one of {sorted(graders)}")
+        self.graders = dict(graders)
+        self.default = default
+        identity = {name: [g.info.version, g.info.config_hash] for name, g in sorted(self.graders.items())}
+        self._info = GraderInfo(
+            name="reward_rules",
+            version=VERSION,
+            config_hash=config_hash({"graders": identity, "default": default}),
+            capabilities=sorted(self.graders),
+        )
+        self._log_keys = tuple(dict.fromkeys(k for g in self.graders.values() for k in g.log_keys))
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return self._log_keys
+
+    def route(self, sample: Sample) -> str:
+        label = sample.label_json()
+        name = label.get("grader") if label else None
+        return name if isinstance(name, str) else self.default
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        groups: dict[str, list[int]] = {}
+        results: list[Result | None] = [None] * len(samples)
+        for index, sample in enumerate(samples):
+            name = self.route(sample)
+            if name in self.graders:
+                groups.setdefault(name, []).append(index)
+            else:
+                results[index] = Result(
+                    reward=0.0,  # the server's fallback replaces it
+                    score=0.0,
+                    status=Status.INVALID_INPUT,
+                    detail=f"label names grader {name!r}; this service has {', '.join(sorted(self.graders))}",
+                )
+        names = list(groups)
+        scored = await asyncio.gather(
+            *(self.graders[name].score([samples[i] for i in groups[name]]) for name in names)
+        )
+        for name, group_results in zip(names, scored, strict=True):
+            for index, result in zip(groups[name], group_results, strict=True):
+                results[index] = result
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:
+            raise RuntimeError(f"no result for samples {missing}")
+        return [r for r in results if r is not None]
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(g.aclose() for g in self.graders.values()))

@@ -1,0 +1,15 @@
+"""Settings of the reward_rules service (section `reward_rules` of the Arbiter settings)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from services.common.settings import ServerSettings
+from services.reward_rules.format_rules import FormatRulesSettings
+
+
+class RulesServiceSettings(ServerSettings):
+    http_port: int = Field(default=8101, ge=0, le=65535, description="0 picks a free port")
+    grpc_port: int = Field(default=9101, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
+    default_grader: str = Field(default="format", description="grader for labels that do not name one")
+    format: FormatRulesSettings = Field(default_factory=FormatRulesSettings)

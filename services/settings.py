@@ -1,0 +1,22 @@
+"""The whole tree of Arbiter settings: the kit's sections plus one per service.
+
+Env: ARBITER_<SECTION>__<FIELD> (e.g. ARBITER_REWARD_RULES__HTTP_PORT=8101);
+YAML: the same tree, in the file named by ARBITER_CONFIG or `--config`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from services.common.settings import KitSettings, load_settings
+from services.reward_rules.settings import RulesServiceSettings
+
+
+class ArbiterSettings(KitSettings):
+    reward_rules: RulesServiceSettings = Field(default_factory=RulesServiceSettings)
+
+
+def load(config_file: str | Path | None = None) -> ArbiterSettings:
+    return load_settings(ArbiterSettings, config_file)

@@ -1,0 +1,76 @@
+"""Test doubles and small helpers shared by the tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Sequence
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.settings import ServerSettings
+from services.reward_rules.dispatch import RulesGrader
+from services.reward_rules.format_rules import FormatGrader
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_settings(**overrides: object) -> ServerSettings:
+    base: dict[str, object] = {"host": "127.0.0.1", "http_port": 0, "grpc_port": 0}
+    base.update(overrides)
+    return ServerSettings.model_validate(base)
+
+
+def rules_grader() -> RulesGrader:
+    return RulesGrader({"format": FormatGrader()}, default="format")
+
+
+class ScriptedGrader:
+    """A grader whose behaviour each test scripts through the sample text.
+
+    response "raise"   -> the whole batch raises (the kit must isolate the culprit)
+    response "hang"    -> never answers (the kit must time out)
+    response "slow:S"  -> answers after S seconds
+    anything else      -> reward = len(response)
+    """
+
+    def __init__(self, batch_delay_s: float = 0.0) -> None:
+        self.batches: list[int] = []
+        self.batch_delay_s = batch_delay_s
+        self._info = GraderInfo(name="scripted", version="1", config_hash="test")
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return ("scripted/len",)
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        self.batches.append(len(samples))
+        if self.batch_delay_s:
+            await asyncio.sleep(self.batch_delay_s)
+        for sample in samples:
+            if sample.response == "raise":
+                raise RuntimeError("scripted failure")
+            if sample.response == "hang":
+                await asyncio.Event().wait()
+            if sample.response.startswith("slow:"):
+                await asyncio.sleep(float(sample.response[5:]))
+        return [
+            Result(
+                reward=float(len(s.response)),
+                score=1.0,
+                status=Status.OK,
+                detail="ok",
+                logs={"scripted/len": float(len(s.response))},
+            )
+            for s in samples
+        ]
+
+    async def aclose(self) -> None:
+        return None

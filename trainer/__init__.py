@@ -1,0 +1,1 @@
+"""Training-side glue (OpenRLHF reward_func, veRL and TRL adapters)."""
