@@ -64,7 +64,7 @@ async def test_openrlhf_body_over_http_matches_grpc(rules_server: GraderServer) 
         assert result.reward == data["rewards"][0]
         assert result.score == data["scores"][0]
         http_logs = {k: v[0] for k, v in data["extra_logs"].items() if k != "input/prompt_mismatch"}
-        assert result.logs == http_logs
+        assert result.logs == {**http_logs, "cache/hit": 1.0}  # scored once, over HTTP
 
 
 async def test_v1_score_http_and_grpc_agree(rules_server: GraderServer) -> None:
@@ -75,7 +75,7 @@ async def test_v1_score_http_and_grpc_agree(rules_server: GraderServer) -> None:
     ):
         a = await over_http.score(samples, request_id="req-1")
         b = await over_grpc.score(samples, request_id="req-2")
-        assert a.results == b.results
+        assert [r.model_copy(update={"logs": {**r.logs, "cache/hit": 1.0}}) for r in a.results] == b.results
         assert a.grader == b.grader == await over_http.info() == await over_grpc.info()
         assert a.request_id == "req-1" and b.request_id == "req-2"
         assert a.grader.config_hash and a.grader.version
@@ -129,7 +129,9 @@ async def test_grader_failure_is_a_status_not_an_error(transport: str) -> None:
     async with GraderServer("scripted", ScriptedGrader(), settings) as server:
         kwargs = {"http_url": server.http_url} if transport == "http" else {"grpc_target": server.grpc_target}
         async with ArbiterClient(**kwargs) as client:  # type: ignore[arg-type]
-            reply = await client.score([Sample(response="ok"), Sample(response="raise"), Sample(response="fine")])
+            reply = await client.score(
+                [Sample(response="ok"), Sample(response="raise"), Sample(response="fine")]
+            )
     statuses = [r.status for r in reply.results]
     assert statuses == [Status.OK, Status.GRADER_ERROR, Status.OK]
     assert [r.reward for r in reply.results] == [2.0, -1.0, 4.0]

@@ -83,7 +83,7 @@ class MicroBatcher(Generic[T, R]):
         self._not_empty.set()
         if len(self._queue) >= self._settings.max_batch_size:
             self._full.set()
-        if self._metrics:
+        if self._metrics is not None:
             self._metrics.queue_depth.set(len(self._queue))
         return future
 
@@ -125,7 +125,7 @@ class MicroBatcher(Generic[T, R]):
             self._not_empty.clear()
         if len(self._queue) < self._settings.max_batch_size:
             self._full.clear()
-        if self._metrics:
+        if self._metrics is not None:
             self._metrics.queue_depth.set(len(self._queue))
             for item in batch:
                 self._metrics.queue_wait.observe(now - item.enqueued)
@@ -152,7 +152,7 @@ class MicroBatcher(Generic[T, R]):
                     item.future.set_result(result)
         finally:
             self._slots.release()
-            if self._metrics:
+            if self._metrics is not None:
                 self._metrics.batch_size.observe(len(batch))
                 self._metrics.batch_latency.observe(time.monotonic() - started)
 

@@ -44,8 +44,8 @@ class ScoringEngine:
     ) -> None:
         self.grader = grader
         self.server = server
-        self.cache: Cache = cache or NullCache()
-        self.metrics = metrics or KitMetrics()
+        self.cache: Cache = cache if cache is not None else NullCache()
+        self.metrics = metrics if metrics is not None else KitMetrics()
         emergence = emergence or EmergenceSettings()
         self.emergence = EmergenceStats(emergence)
         self.eos_markers: tuple[str, ...] = tuple(emergence.eos_markers)

@@ -1,0 +1,106 @@
+"""The scoring pipeline: every sample gets a finite result in time, whatever the grader does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from services.common.cache import MemoryCache
+from services.common.contract import Sample, Status
+from services.common.engine import ScoringEngine
+from services.common.settings import BatchSettings
+from tests.helpers import ScriptedGrader, server_settings
+
+
+async def make_engine(grader: ScriptedGrader, **overrides: object) -> ScoringEngine:
+    engine = ScoringEngine(grader, server_settings(**overrides), cache=MemoryCache(1000))
+    await engine.start()
+    return engine
+
+
+async def test_a_poisoned_sample_is_isolated_from_its_batch() -> None:
+    grader = ScriptedGrader()
+    engine = await make_engine(grader, fallback_reward=-0.5)
+    results = await engine.score([Sample(response=r) for r in ["ab", "raise", "abcd"]])
+    await engine.stop()
+    assert [r.status for r in results] == [Status.OK, Status.GRADER_ERROR, Status.OK]
+    assert [r.reward for r in results] == [2.0, -0.5, 4.0]
+    assert results[1].detail == "RuntimeError: scripted failure"
+    assert results[1].logs["status/grader_error"] == 1.0 and results[0].logs["status/ok"] == 1.0
+
+
+async def test_a_hanging_grader_times_out_with_the_fallback() -> None:
+    engine = await make_engine(ScriptedGrader(), deadline_s=0.5, fallback_reward=-1.0)
+    started = time.monotonic()
+    results = await engine.score([Sample(response="hang"), Sample(response="ok")])
+    elapsed = time.monotonic() - started
+    await engine.stop()
+    # Both share the hung batch: both time out, with the fallback and a flag; nobody waits forever.
+    assert [r.status for r in results] == [Status.TIMEOUT, Status.TIMEOUT]
+    assert all(r.reward == -1.0 and r.logs["status/timeout"] == 1.0 for r in results)
+    assert "0.5s deadline" in results[0].detail
+    assert elapsed < 10
+
+
+async def test_request_timeout_is_capped_by_the_server_deadline() -> None:
+    engine = await make_engine(ScriptedGrader(), deadline_s=0.3)
+    results = await engine.score([Sample(response="slow:5")], timeout_s=100)
+    await engine.stop()
+    assert results[0].status is Status.TIMEOUT
+
+
+async def test_results_are_cached_and_flagged() -> None:
+    grader = ScriptedGrader()
+    engine = await make_engine(grader)
+    first = await engine.score([Sample(response="abc")])
+    second = await engine.score([Sample(response="abc")])
+    await asyncio.sleep(0.05)  # the cache write runs in the background
+    third = await engine.score([Sample(response="abc")])
+    await engine.stop()
+    assert first[0].reward == second[0].reward == third[0].reward == 3.0
+    assert first[0].logs["cache/hit"] == 0.0 and third[0].logs["cache/hit"] == 1.0
+    assert sum(grader.batches) <= 2
+
+
+async def test_failures_are_not_cached() -> None:
+    grader = ScriptedGrader()
+    engine = await make_engine(grader)
+    for _ in range(2):
+        assert (await engine.score([Sample(response="raise")]))[0].status is Status.GRADER_ERROR
+        await asyncio.sleep(0.02)
+    await engine.stop()
+    assert len(grader.batches) == 2
+
+
+async def test_identical_samples_in_flight_are_graded_once() -> None:
+    grader = ScriptedGrader(batch_delay_s=0.1)
+    engine = await make_engine(grader)
+    sample = Sample(prompt="p", response="same", label="l")
+    results = await asyncio.gather(*(engine.score([sample]) for _ in range(50)))
+    await engine.stop()
+    assert all(r[0].reward == 4.0 for r in results)
+    assert sum(grader.batches) == 1
+
+
+async def test_full_queue_answers_overloaded_at_once() -> None:
+    grader = ScriptedGrader(batch_delay_s=0.3)
+    engine = ScoringEngine(
+        grader,
+        server_settings(batch=BatchSettings(max_queue=5, max_batch_size=1, max_concurrent_batches=1)),
+    )
+    await engine.start()
+    results = await engine.score([Sample(response=f"s{i}") for i in range(20)])
+    await engine.stop()
+    statuses = [r.status for r in results]
+    assert Status.OVERLOADED in statuses and Status.OK in statuses
+    overloaded = next(r for r in results if r.status is Status.OVERLOADED)
+    assert "queue full" in overloaded.detail and overloaded.logs["status/overloaded"] == 1.0
+
+
+async def test_every_result_carries_every_log_key() -> None:
+    engine = await make_engine(ScriptedGrader())
+    results = await engine.score([Sample(response="abc"), Sample(response="raise")])
+    await engine.stop()
+    for result in results:
+        assert set(engine.log_keys) <= set(result.logs)
+    assert results[1].logs["scripted/len"] == 0.0  # a failed sample still has the grader's keys
