@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test suite, as CI runs it. Installs what it needs: system packages (redis-server for the
+# cache tests, bubblewrap for the code sandbox) when missing, and .venv with the dev extras.
+# Arguments go to pytest (e.g. -k cache, -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v bwrap >/dev/null || need+=(bubblewrap)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "installing system packages: ${need[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+scripts/bootstrap.sh dev
+exec .venv/bin/python -m pytest "$@"
