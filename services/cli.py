@@ -22,7 +22,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML settings file (else ARBITER_CONFIG)", exists=True)
