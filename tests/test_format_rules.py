@@ -85,6 +85,8 @@ def test_label_overrides_per_sample() -> None:
     assert bad.status is Status.INVALID_INPUT and "max_lenght" in bad.detail
     typed = grader.grade(Sample(response=text, label=json.dumps({"max_length": "long"})))
     assert typed.status is Status.INVALID_INPUT and "max_length" in typed.detail
+    others = grader.grade(Sample(response=text, label=json.dumps({"grader": "math", "answer": "4"})))
+    assert others.status is Status.OK and others.reward == 1.0  # another grader's label: defaults apply
 
 
 def test_config_hash_follows_config() -> None:

@@ -137,3 +137,17 @@ async def test_grader_failure_is_a_status_not_an_error(transport: str) -> None:
     assert [r.reward for r in reply.results] == [2.0, -1.0, 4.0]
     assert "scripted failure" in reply.results[1].detail
     assert reply.results[1].logs["status/grader_error"] == 1.0
+
+
+async def test_metadata_grader_overrides_the_label(rules_server: GraderServer) -> None:
+    async with ArbiterClient(grpc_target=rules_server.grpc_target) as client:
+        reply = await client.score(
+            [
+                Sample(
+                    response="<think>a</think> b", label='{"grader": "chess"}', metadata={"grader": "format"}
+                )
+            ]
+        )
+        info = await client.info()
+    assert reply.results[0].status is Status.OK and reply.results[0].reward == 1.0
+    assert "rules/format_ok" in info.log_keys  # the grader's own keys are published

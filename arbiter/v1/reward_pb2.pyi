@@ -65,16 +65,18 @@ class Result(_message.Message):
     def __init__(self, reward: _Optional[float] = ..., score: _Optional[float] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., logs: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class GraderInfo(_message.Message):
-    __slots__ = ("name", "version", "config_hash", "capabilities")
+    __slots__ = ("name", "version", "config_hash", "capabilities", "log_keys")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONFIG_HASH_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    LOG_KEYS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     config_hash: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., config_hash: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ...) -> None: ...
+    log_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., config_hash: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., log_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ScoreRequest(_message.Message):
     __slots__ = ("samples", "request_id", "timeout_s")

@@ -79,6 +79,7 @@ class GraderInfo(_Strict):
     version: str
     config_hash: str
     capabilities: list[str] = Field(default_factory=list)
+    log_keys: list[str] = Field(default_factory=list, description="logs every result of the grader carries")
 
 
 class ScoreRequest(_Strict):

@@ -23,11 +23,13 @@ from services.common.batcher import (
 from services.common.cache import Cache, NullCache, cache_key
 from services.common.contract import RESERVED_LOG_KEYS, GraderInfo, Result, Sample, Status
 from services.common.emergence import EmergenceStats
-from services.common.grader import Grader
+from services.common.grader import Grader, Startable
 from services.common.metrics import KitMetrics
 from services.common.settings import EmergenceSettings, ServerSettings
 
 log = logging.getLogger(__name__)
+
+Observer = Callable[[Sequence[Sample], Sequence[Result]], None]
 
 STATUS_KEYS = {status: f"status/{status.value.lower()}" for status in Status}
 CACHED_KEY = "cache/hit"
@@ -41,8 +43,10 @@ class ScoringEngine:
         cache: Cache | None = None,
         emergence: EmergenceSettings | None = None,
         metrics: KitMetrics | None = None,
+        observers: Sequence[Observer] = (),
     ) -> None:
         self.grader = grader
+        self.observers = list(observers)
         self.server = server
         self.cache: Cache = cache if cache is not None else NullCache()
         self.metrics = metrics if metrics is not None else KitMetrics()
@@ -62,16 +66,26 @@ class ScoringEngine:
             CACHED_KEY,
         )
         self._ready = False
+        self._info_source: GraderInfo | None = None
+        self._info_cache = self.grader.info
 
     @property
     def info(self) -> GraderInfo:
-        return self.grader.info
+        """The grader's identity, published with the log keys its results carry."""
+        info = self.grader.info
+        if info is not self._info_source:
+            keys = info.log_keys or [k for k in self.grader.log_keys if k not in RESERVED_LOG_KEYS]
+            self._info_cache = info.model_copy(update={"log_keys": list(keys)})
+            self._info_source = info
+        return self._info_cache
 
     @property
     def ready(self) -> bool:
         return self._ready
 
     async def start(self) -> None:
+        if isinstance(self.grader, Startable):
+            await self.grader.start()
         await self.batcher.start()
         self._ready = True
 
@@ -132,6 +146,11 @@ class ScoringEngine:
         ]
         for result in final:
             self.metrics.samples.labels(result.status.value).inc()
+        for observe in self.observers:
+            try:
+                observe(samples, final)
+            except Exception:  # an observer (stats, logging) never costs a reward
+                log.exception("result observer failed")
         return final
 
     def fallback(self, status: Status, detail: str) -> Result:

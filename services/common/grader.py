@@ -36,6 +36,13 @@ class Grader(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class Startable(Protocol):
+    """Optional: a grader with start-up work (discovery, pools) the kit awaits before serving."""
+
+    async def start(self) -> None: ...
+
+
 def config_hash(config: BaseModel | dict[str, Any]) -> str:
     """A short stable hash of a grader's effective configuration."""
     data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config

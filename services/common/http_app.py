@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -96,7 +96,7 @@ class KitMiddleware:
         return f"body of {size} bytes exceeds the limit of {self.max_body} bytes (max_body_bytes)"
 
 
-_KNOWN_PATHS = {"/v1/score", "/get_reward", "/v1/info", "/healthz", "/readyz", "/metrics"}
+_KNOWN_PATHS = {"/v1/score", "/get_reward", "/v1/info", "/v1/stats", "/healthz", "/readyz", "/metrics"}
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -124,8 +124,10 @@ def _json(payload: Any, status: int = 200, info: GraderInfo | None = None) -> Re
     return Response(orjson.dumps(payload), status_code=status, media_type="application/json", headers=headers)
 
 
-def build_http_app(engine: ScoringEngine, title: str | None = None) -> FastAPI:
-    """A FastAPI app serving `engine`; lifecycle (start/stop) belongs to the caller."""
+def build_http_app(
+    engine: ScoringEngine, title: str | None = None, routers: Sequence[APIRouter] = ()
+) -> FastAPI:
+    """A FastAPI app serving `engine` (plus a service's own routers); the caller owns start/stop."""
     server = engine.server
     app = FastAPI(title=title or f"arbiter {engine.info.name}", version=engine.info.version)
 
@@ -205,5 +207,7 @@ def build_http_app(engine: ScoringEngine, title: str | None = None) -> FastAPI:
     async def metrics() -> Response:
         return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    for router in routers:
+        app.include_router(router)
     app.add_middleware(KitMiddleware, engine=engine, max_body_bytes=server.max_body_bytes)
     return app

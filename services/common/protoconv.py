@@ -58,6 +58,7 @@ def info_to_pb(info: GraderInfo) -> pb.GraderInfo:
         version=info.version,
         config_hash=info.config_hash,
         capabilities=info.capabilities,
+        log_keys=info.log_keys,
     )
 
 
@@ -67,6 +68,7 @@ def info_from_pb(message: pb.GraderInfo) -> GraderInfo:
         version=message.version,
         config_hash=message.config_hash,
         capabilities=list(message.capabilities),
+        log_keys=list(message.log_keys),
     )
 
 

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import grpc
 import uvicorn
+from fastapi import APIRouter
 from grpc_health.v1 import health
 
 from services.common.cache import make_cache
-from services.common.engine import ScoringEngine
+from services.common.engine import Observer, ScoringEngine
 from services.common.grader import Grader
 from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
 from services.common.http_app import build_http_app
@@ -53,15 +54,19 @@ class GraderServer:
         server: ServerSettings,
         cache: CacheSettings | None = None,
         emergence: EmergenceSettings | None = None,
+        observers: Sequence[Observer] = (),
+        routers: Sequence[APIRouter] = (),
     ) -> None:
         self.name = name
         self.settings = server
+        self.routers = list(routers)
         self.engine = ScoringEngine(
             grader,
             server,
             cache=make_cache(cache or CacheSettings()),
             emergence=emergence,
             metrics=KitMetrics(),
+            observers=observers,
         )
         self.http_port = 0
         self.grpc_port = 0
@@ -85,7 +90,7 @@ class GraderServer:
         sock = _bind(self.settings.host, self.settings.http_port)
         self.http_port = sock.getsockname()[1]
         config = uvicorn.Config(
-            build_http_app(self.engine, title=f"arbiter {self.name}"),
+            build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers),
             lifespan="off",
             access_log=False,
             log_config=None,

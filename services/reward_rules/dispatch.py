@@ -1,6 +1,7 @@
-"""The reward_rules service's grader: routes each sample to a rule grader by its label.
+"""The reward_rules service's grader: routes each sample to a rule grader.
 
-A JSON label names its grader (`{"grader": "math", ...}`); any other label goes to the
+The sample's `metadata["grader"]` wins (the gateway sets it to send one labelled sample to
+several graders); else a JSON label names its grader (`{"grader": "math", ...}`); else the
 configured default. Sub-graders run concurrently on their share of the batch.
 """
 
@@ -39,6 +40,9 @@ class RulesGrader:
         return self._log_keys
 
     def route(self, sample: Sample) -> str:
+        chosen = sample.metadata.get("grader")
+        if chosen:
+            return chosen
         label = sample.label_json()
         name = label.get("grader") if label else None
         return name if isinstance(name, str) else self.default

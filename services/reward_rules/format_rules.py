@@ -7,7 +7,8 @@ reward = format term + overlong penalty + repetition penalty
 - repetition penalty: 0 up to `repetition_threshold` of repeated n-grams, then linear to
   `-repetition_penalty` when the text is one loop.
 score = 1 when the format is right, else 0. A label `{"grader": "format", ...}` may override
-any setting for its sample (e.g. `{"grader": "format", "max_length": 4096}`).
+any setting for its sample (e.g. `{"grader": "format", "max_length": 4096}`); a label naming
+another grader (`{"grader": "math", ...}`) leaves the settings alone.
 """
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ class FormatGrader:
             data = json.loads(label)
         except ValueError:
             return self.config
-        if not isinstance(data, dict):
-            return self.config
+        if not isinstance(data, dict) or data.get("grader", "format") != "format":
+            return self.config  # options in a label belong to the grader it names
         options = {k: v for k, v in data.items() if k != "grader"}
         if not options:
             return self.config
