@@ -5,13 +5,17 @@ The CLI, `python -m services.<name>` and the deploy recipes all start services f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from services.common.cache import make_cache
+from services.common.engine import ScoringEngine
 from services.common.grader import Grader
 from services.common.server import GraderServer
 from services.common.settings import ServerSettings
 from services.settings import ArbiterSettings
+
+Peers = Mapping[str, ScoringEngine]
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,7 @@ class ServiceSpec:
     server_settings: Callable[[ArbiterSettings], ServerSettings]
     build: Callable[[ArbiterSettings], Grader]
     build_one: Callable[[ArbiterSettings, str], Grader]
+    uses_peers: bool = False  # composes other services (the gateway): started after them
 
 
 def _reward_rules() -> ServiceSpec:
@@ -37,7 +42,22 @@ def _reward_rules() -> ServiceSpec:
     )
 
 
-SERVICES: dict[str, Callable[[], ServiceSpec]] = {"reward_rules": _reward_rules}
+def _gateway() -> ServiceSpec:
+    def build(settings: ArbiterSettings) -> Grader:
+        return build_gateway_grader(settings, peers={})
+
+    return ServiceSpec(
+        name="gateway",
+        summary="routes each sample to its recipe, composes component rewards, /v1/stats",
+        grader_names=(),
+        server_settings=lambda s: s.gateway,
+        build=build,
+        build_one=lambda s, _: build(s),
+        uses_peers=True,
+    )
+
+
+SERVICES: dict[str, Callable[[], ServiceSpec]] = {"reward_rules": _reward_rules, "gateway": _gateway}
 
 
 def service(name: str) -> ServiceSpec:
@@ -65,8 +85,44 @@ def build_named_grader(name: str, settings: ArbiterSettings) -> Grader:
     return spec.build(settings) if name == spec.name else spec.build_one(settings, name)
 
 
-def make_server(name: str, settings: ArbiterSettings) -> GraderServer:
+def local_engine(name: str, settings: ArbiterSettings) -> ScoringEngine:
+    """A service's engine without a server, for a composing service in the same process."""
     spec = service(name)
-    return GraderServer(
-        name, spec.build(settings), spec.server_settings(settings), settings.cache, settings.emergence
+    return ScoringEngine(
+        spec.build(settings), spec.server_settings(settings), make_cache(settings.cache), settings.emergence
     )
+
+
+def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
+    from services.gateway.service import build_gateway
+
+    return build_gateway(
+        settings.gateway,
+        grader_names(),
+        local_engines=peers,
+        local_factory=lambda name: local_engine(name, settings),
+    )
+
+
+def make_server(name: str, settings: ArbiterSettings, peers: Peers | None = None) -> GraderServer:
+    spec = service(name)
+    server = spec.server_settings(settings)
+    if name == "gateway":
+        from services.gateway.stats import RollingStats
+
+        stats = RollingStats(settings.gateway.stats_window)
+        return GraderServer(
+            name,
+            build_gateway_grader(settings, peers or {}),
+            server,
+            settings.cache,
+            settings.emergence,
+            observers=[stats.observe],
+            routers=[stats.router()],
+        )
+    return GraderServer(name, spec.build(settings), server, settings.cache, settings.emergence)
+
+
+def start_order(names: list[str]) -> list[str]:
+    """Services that compose others come last, so they can reuse the others' engines."""
+    return sorted(names, key=lambda n: service(n).uses_peers)

@@ -49,7 +49,7 @@ def serve(
     host: Annotated[str | None, typer.Option(help="bind address for every service started")] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
-    from services.common.server import run_until_signalled
+    from services.common.server import GraderServer, run_until_signalled
 
     settings = _settings(config)
     names = services or list(catalog.SERVICES)
@@ -62,7 +62,10 @@ def serve(
     if host:
         for name in names:
             catalog.service(name).server_settings(settings).host = host
-    servers = [catalog.make_server(name, settings) for name in names]
+    servers: list[GraderServer] = []
+    for name in catalog.start_order(names):
+        peers = {s.name: s.engine for s in servers}
+        servers.append(catalog.make_server(name, settings, peers))
 
     def announce() -> None:
         for s in servers:

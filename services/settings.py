@@ -11,10 +11,12 @@ from pathlib import Path
 from pydantic import Field
 
 from services.common.settings import KitSettings, load_settings
+from services.gateway.settings import GatewayServiceSettings
 from services.reward_rules.settings import RulesServiceSettings
 
 
 class ArbiterSettings(KitSettings):
+    gateway: GatewayServiceSettings = Field(default_factory=GatewayServiceSettings)
     reward_rules: RulesServiceSettings = Field(default_factory=RulesServiceSettings)
 
 

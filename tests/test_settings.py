@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
+from services.common.settings import SettingsError
 from services.settings import ArbiterSettings, load
 
 
@@ -35,13 +35,16 @@ def test_yaml_then_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.reward_rules.format.max_length == 512
 
 
-def test_bad_values_name_the_field(tmp_path: Path) -> None:
+def test_bad_values_name_the_field_and_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
-    config.write_text("reward_rules:\n  format:\n    max_length: lots\n")
-    with pytest.raises(ValidationError, match=r"reward_rules\.format\.max_length"):
+    config.write_text("cache:\n  backend: memory\nreward_rules:\n  format:\n    max_length: lots\n")
+    with pytest.raises(SettingsError, match=r"bad\.yaml:5: reward_rules\.format\.max_length"):
         load(config)
     config.write_text("reward_rulez: {}\n")
-    with pytest.raises(ValidationError, match="reward_rulez"):
+    with pytest.raises(SettingsError, match=r"bad\.yaml:1: reward_rulez"):
+        load(config)
+    config.write_text("reward_rules: [unclosed\n")
+    with pytest.raises(SettingsError, match="not valid YAML"):
         load(config)
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "missing.yaml")

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import grpc
 import httpx
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
@@ -110,6 +111,21 @@ class ArbiterClient:
         if self.transport == "grpc":
             return info_from_pb(await self._grpc_call("Info", pb.InfoRequest(), 0.0))
         return GraderInfo.model_validate_json(await self._http_call("GET", "/v1/info"))
+
+    async def ready(self, timeout_s: float = 2.0) -> bool:
+        """Whether the service says it serves (gRPC health / HTTP /readyz); never raises."""
+        try:
+            if self.transport == "grpc":
+                assert self._channel is not None
+                stub = health_pb2_grpc.HealthStub(self._channel)
+                request = health_pb2.HealthCheckRequest(service="arbiter.v1.RewardService")
+                reply = await stub.Check(request, timeout=timeout_s)
+                return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+            assert self._http is not None
+            response = await self._http.get("/readyz", timeout=timeout_s)
+            return response.status_code == 200
+        except (grpc.aio.AioRpcError, httpx.HTTPError):
+            return False
 
     async def get_reward(
         self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[str]

@@ -11,13 +11,16 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+import yaml
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
+
+from services.common.yamlconf import describe_errors
 
 DEFAULT_REFLECTION_KEYWORDS = (
     "wait",
@@ -113,16 +116,25 @@ class KitSettings(BaseSettings):
 S = TypeVar("S", bound=KitSettings)
 
 
+class SettingsError(ValueError):
+    """Invalid settings; the message names each bad field and, for a YAML file, its line."""
+
+
 def load_settings(cls: type[S], config_file: str | Path | None = None, **overrides: Any) -> S:
     """Settings from env + YAML; `config_file` wins over ARBITER_CONFIG."""
     path = config_file or os.environ.get("ARBITER_CONFIG")
     if not path:
-        return cls(**overrides)
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise SettingsError(describe_errors(exc, None)) from exc
     if not Path(path).is_file():
         raise FileNotFoundError(f"config file not found: {path}")
-    from_file = type(
-        cls.__name__,
-        (cls,),
-        {"model_config": SettingsConfigDict(**{**cls.model_config, "yaml_file": str(path)})},
-    )
-    return from_file(**overrides)  # type: ignore[no-any-return]
+    config = SettingsConfigDict(**{**cls.model_config, "yaml_file": str(path)})
+    from_file = type(cls.__name__, (cls,), {"model_config": config})
+    try:
+        return from_file(**overrides)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        raise SettingsError(describe_errors(exc, path)) from exc
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: not valid YAML: {exc}") from exc

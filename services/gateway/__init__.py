@@ -1,0 +1,1 @@
+"""The gateway: the one URL OpenRLHF points at; routes, composes and reports."""

@@ -1,0 +1,101 @@
+"""Reward formulas such as `0.9*math + 0.1*format - length_penalty`, evaluated safely.
+
+The text is parsed once with `ast` and compiled into closures over a whitelist of
+nodes (numbers, component names, + - * /, unary minus, min/max/abs/clip), so a config
+file can never run code.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping
+
+Evaluator = Callable[[Mapping[str, float]], float]
+
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+_FUNCTIONS: dict[str, tuple[Callable[..., float], int | None]] = {
+    "min": (min, None),
+    "max": (max, None),
+    "abs": (abs, 1),
+    "clip": (_clip, 3),
+}
+
+
+class FormulaError(ValueError):
+    pass
+
+
+class Formula:
+    def __init__(self, text: str, names: set[str]) -> None:
+        self.text = text
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise FormulaError(f"formula {text!r} is not an expression: {exc.msg}") from exc
+        self.names: set[str] = set()
+        self._allowed = names
+        self._evaluate = self._compile(tree.body)
+
+    def __call__(self, values: Mapping[str, float]) -> float:
+        try:
+            result = self._evaluate(values)
+        except ZeroDivisionError as exc:
+            raise FormulaError(f"formula {self.text!r} divided by zero") from exc
+        if not math.isfinite(result):
+            raise FormulaError(f"formula {self.text!r} gave {result}")
+        return float(result)
+
+    def _compile(self, node: ast.expr) -> Evaluator:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        ):
+            constant = float(node.value)
+            return lambda _: constant
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name not in self._allowed:
+                raise FormulaError(
+                    f"formula {self.text!r} uses {name!r}, which is not one of {sorted(self._allowed)}"
+                )
+            self.names.add(name)
+            return lambda values: values[name]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            op = _BINARY[type(node.op)]
+            left, right = self._compile(node.left), self._compile(node.right)
+            return lambda values: op(left(values), right(values))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            inner = self._compile(node.operand)
+            sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
+            return lambda values: sign * inner(values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            entry = _FUNCTIONS.get(node.func.id)
+            if entry is None:
+                raise FormulaError(
+                    f"formula {self.text!r} calls {node.func.id!r}; allowed: {sorted(_FUNCTIONS)}"
+                )
+            function, arity = entry
+            if (arity is not None and len(node.args) != arity) or not node.args:
+                raise FormulaError(
+                    f"formula {self.text!r}: {node.func.id} takes {arity or 'one or more'} arguments"
+                )
+            args = [self._compile(arg) for arg in node.args]
+            return lambda values: float(function(*(a(values) for a in args)))
+        raise FormulaError(
+            f"formula {self.text!r}: {ast.unparse(node)!r} is not allowed "
+            "(numbers, names, + - * /, min/max/abs/clip)"
+        )

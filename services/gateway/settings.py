@@ -1,0 +1,119 @@
+"""Settings of the gateway (section `gateway`): where graders live, routes, reward recipes.
+
+```yaml
+gateway:
+  services:                       # absent: graders run in this process (arbiter serve)
+    reward_rules: {replicas: ["10.0.0.5:9101", "10.0.0.6:9101"]}
+  routes:                         # first match wins, for labels that do not name a grader
+    - {datasource: "gsm8k|math.*", recipe: math}
+    - {prompt_regex: "```python", recipe: code}
+    - {recipe: default}           # no condition: the default
+  recipes:
+    math:
+      components:
+        correct: {grader: math}
+        format: {grader: format, value: score}
+      formula: "0.9*correct + 0.1*format"
+      score: correct
+      clip: [-1, 1]
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from services.common.settings import ServerSettings
+from services.gateway.formula import Formula
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ComponentSpec(_Config):
+    grader: str = Field(description="a grader (math, code, format, ...) or a whole service (reward_rm, ...)")
+    service: str | None = Field(
+        default=None, description="the service that has the grader (default: its owner)"
+    )
+    value: Literal["reward", "score"] = Field(default="reward", description="which number the recipe uses")
+    fallback: float = Field(default=0.0, description="its value when it fails or times out")
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="its own deadline (default: the sample's)"
+    )
+
+
+class RecipeSpec(_Config):
+    components: dict[str, ComponentSpec] = Field(min_length=1)
+    formula: str | None = Field(default=None, description="over component names; default: their sum")
+    score: str | None = Field(default=None, description="component whose score is the sample's score")
+    clip: tuple[float, float] | None = None
+
+    @field_validator("components")
+    @classmethod
+    def _names(cls, value: dict[str, ComponentSpec]) -> dict[str, ComponentSpec]:
+        for name in value:
+            if not _NAME.match(name):
+                raise ValueError(f"component name {name!r} must be an identifier (letters, digits, _)")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecipeSpec:
+        if self.formula is not None:
+            Formula(self.formula, set(self.components))  # raises with a message naming the problem
+        if self.score is not None and self.score not in self.components:
+            raise ValueError(f"score {self.score!r} is not one of the components {sorted(self.components)}")
+        if self.clip is not None and self.clip[0] > self.clip[1]:
+            raise ValueError(f"clip {list(self.clip)} has low > high")
+        return self
+
+
+class RouteSpec(_Config):
+    recipe: str
+    datasource: str | None = Field(default=None, description="regex, full match on the sample's datasource")
+    prompt_regex: str | None = Field(default=None, description="regex searched in the prompt")
+
+    @field_validator("datasource", "prompt_regex")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"bad regex {value!r}: {exc}") from exc
+        return value
+
+
+class RemoteService(_Config):
+    replicas: list[str] = Field(min_length=1, description="gRPC host:port of each replica")
+
+
+class GatewayServiceSettings(ServerSettings):
+    http_port: int = Field(default=8100, ge=0, le=65535, description="0 picks a free port")
+    grpc_port: int = Field(default=9100, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
+    deadline_s: float = Field(default=90.0, gt=0, description="per sample; well inside OpenRLHF's 180 s")
+    services: dict[str, RemoteService] = Field(default_factory=dict)
+    routes: list[RouteSpec] = Field(default_factory=lambda: [RouteSpec(recipe="default")])
+    recipes: dict[str, RecipeSpec] = Field(
+        default_factory=lambda: {
+            "default": RecipeSpec(components={"rules": ComponentSpec(grader="reward_rules")})
+        }
+    )
+    health_interval_s: float = Field(default=2.0, gt=0)
+    eject_after_failures: int = Field(default=2, ge=1)
+    eject_cooldown_s: float = Field(default=10.0, ge=0)
+    stats_window: int = Field(default=4096, ge=16, description="samples in /v1/stats' rolling window")
+
+    @model_validator(mode="after")
+    def _routes_name_recipes(self) -> GatewayServiceSettings:
+        for index, route in enumerate(self.routes):
+            if route.recipe not in self.recipes:
+                raise ValueError(
+                    f"routes[{index}] names recipe {route.recipe!r}; recipes: {sorted(self.recipes)}"
+                )
+        return self
