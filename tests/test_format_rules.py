@@ -83,10 +83,12 @@ def test_label_overrides_per_sample() -> None:
     grader = FormatGrader()
     bad = grader.grade(Sample(response=text, label=json.dumps({"grader": "format", "max_lenght": 5})))
     assert bad.status is Status.INVALID_INPUT and "max_lenght" in bad.detail
-    typed = grader.grade(Sample(response=text, label=json.dumps({"max_length": "long"})))
+    typed = grader.grade(Sample(response=text, label=json.dumps({"grader": "format", "max_length": "long"})))
     assert typed.status is Status.INVALID_INPUT and "max_length" in typed.detail
     others = grader.grade(Sample(response=text, label=json.dumps({"grader": "math", "answer": "4"})))
     assert others.status is Status.OK and others.reward == 1.0  # another grader's label: defaults apply
+    plain = grader.grade(Sample(response=text, label=json.dumps({"datasource": "gsm8k"})))
+    assert plain.status is Status.OK
 
 
 def test_config_hash_follows_config() -> None:

@@ -58,16 +58,14 @@ class ScoringEngine:
         )
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        grader_keys = tuple(k for k in grader.log_keys if k not in RESERVED_LOG_KEYS)
-        self.log_keys: tuple[str, ...] = (
-            *grader_keys,
-            *self.emergence.keys,
-            *STATUS_KEYS.values(),
-            CACHED_KEY,
-        )
+        self.log_keys = self._all_log_keys()
         self._ready = False
         self._info_source: GraderInfo | None = None
         self._info_cache = self.grader.info
+
+    def _all_log_keys(self) -> tuple[str, ...]:
+        grader_keys = tuple(k for k in self.grader.log_keys if k not in RESERVED_LOG_KEYS)
+        return (*grader_keys, *self.emergence.keys, *STATUS_KEYS.values(), CACHED_KEY)
 
     @property
     def info(self) -> GraderInfo:
@@ -86,6 +84,7 @@ class ScoringEngine:
     async def start(self) -> None:
         if isinstance(self.grader, Startable):
             await self.grader.start()
+            self.log_keys = self._all_log_keys()  # start-up may have taught the grader its keys
         await self.batcher.start()
         self._ready = True
 

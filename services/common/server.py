@@ -74,6 +74,7 @@ class GraderServer:
         self._uvicorn_task: asyncio.Task[None] | None = None
         self._grpc: grpc.aio.Server | None = None
         self._health: health.aio.HealthServicer | None = None
+        self._stopped = False
 
     @property
     def http_url(self) -> str:
@@ -118,6 +119,10 @@ class GraderServer:
         log.info("%s serving: http %s  grpc %s", self.name, self.http_url, self.grpc_target or "off")
 
     async def stop(self) -> None:
+        """Graceful: health says NOT_SERVING, in-flight requests finish, then the engine drains."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self._health is not None:
             await self._health.enter_graceful_shutdown()
             await self._health.set("", NOT_SERVING)

@@ -15,7 +15,7 @@ from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import config_hash
 from services.gateway.backends import Backend
 from services.gateway.compose import DEGRADED_KEY, CompiledRecipe, component_keys
-from services.gateway.routing import RouteError, Router
+from services.gateway.routing import RouteError, Router, implicit_component_name
 from services.gateway.settings import ComponentSpec, GatewayServiceSettings
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,11 @@ class GatewayGrader:
 
     @property
     def log_keys(self) -> Sequence[str]:
-        names = sorted({c for recipe in self.settings.recipes.values() for c in recipe.components})
+        # Components of the configured recipes, and of the one-grader recipes labels can name.
+        names = sorted(
+            {c for recipe in self.settings.recipes.values() for c in recipe.components}
+            | {implicit_component_name(grader) for grader in self.owners}
+        )
         keys = [key for name in names for key in component_keys(name)]
         return (*keys, DEGRADED_KEY, *self._forward)
 

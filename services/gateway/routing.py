@@ -68,7 +68,7 @@ class Router:
             # A label naming a grader routes itself: a one-component recipe of that grader.
             recipe = self._implicit.get(name)
             if recipe is None:
-                recipe = RecipeSpec(components={_identifier(name): ComponentSpec(grader=name)})
+                recipe = RecipeSpec(components={implicit_component_name(name): ComponentSpec(grader=name)})
                 self._implicit[name] = recipe
             return name, recipe
         raise RouteError(
@@ -77,5 +77,5 @@ class Router:
         )
 
 
-def _identifier(name: str) -> str:
+def implicit_component_name(name: str) -> str:
     return re.sub(r"\W", "_", name)

@@ -35,7 +35,8 @@ def build_gateway(
         for recipe in settings.recipes.values()
         for component in recipe.components.values()
     }
-    for name in sorted(needed - set(backends)):
+    known = set(grader_owners.values())
+    for name in sorted((needed & known) - set(backends)):  # unknown names: GatewayGrader says which
         if local_engines and name in local_engines:
             backends[name] = InProcessBackend(name, local_engines[name])
         elif local_factory is not None:

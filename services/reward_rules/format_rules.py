@@ -6,7 +6,8 @@ reward = format term + overlong penalty + repetition penalty
   then falling linearly to `-overlong_penalty_factor` at `max_length`;
 - repetition penalty: 0 up to `repetition_threshold` of repeated n-grams, then linear to
   `-repetition_penalty` when the text is one loop.
-score = 1 when the format is right, else 0. A label `{"grader": "format", ...}` may override
+score = 1 when the format is right, else 0. A label `{"grader": "format", ...}` (naming this
+grader) may override
 any setting for its sample (e.g. `{"grader": "format", "max_length": 4096}`); a label naming
 another grader (`{"grader": "math", ...}`) leaves the settings alone.
 """
@@ -131,8 +132,8 @@ class FormatGrader:
             data = json.loads(label)
         except ValueError:
             return self.config
-        if not isinstance(data, dict) or data.get("grader", "format") != "format":
-            return self.config  # options in a label belong to the grader it names
+        if not isinstance(data, dict) or data.get("grader") != "format":
+            return self.config  # options in a label belong to the grader it names, and only to it
         options = {k: v for k, v in data.items() if k != "grader"}
         if not options:
             return self.config
