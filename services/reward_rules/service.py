@@ -7,11 +7,13 @@ from collections.abc import Callable
 from services.common.grader import Grader
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader
+from services.reward_rules.math.grader import MathGrader
 from services.reward_rules.settings import RulesServiceSettings
 
 # Factories, not instances: a grader may start worker processes when built.
 GRADERS: dict[str, Callable[[RulesServiceSettings], Grader]] = {
     "format": lambda s: FormatGrader(s.format),
+    "math": lambda s: MathGrader(s.math),
 }
 
 

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from services.common.settings import ServerSettings
 from services.reward_rules.format_rules import FormatRulesSettings
+from services.reward_rules.math.grader import MathConfig
 
 
 class RulesServiceSettings(ServerSettings):
@@ -13,3 +14,4 @@ class RulesServiceSettings(ServerSettings):
     grpc_port: int = Field(default=9101, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
     default_grader: str = Field(default="format", description="grader for labels that do not name one")
     format: FormatRulesSettings = Field(default_factory=FormatRulesSettings)
+    math: MathConfig = Field(default_factory=MathConfig)

@@ -1,0 +1,223 @@
+"""Math grader benchmark: Arbiter's MathGrader vs Math-Verify on a GRPO-shaped workload.
+
+    .venv/bin/python bench/bench_math.py [--refs 64] [--per-ref 16] [--seed 0]
+
+Workload: `refs` references x `per_ref` long chain-of-thought responses each (like one
+GRPO step with n_samples_per_prompt = per_ref), a mix of right answers in other forms,
+wrong answers, responses without a final answer and pathological answers. Every
+sample carries its true label, so both graders get an agreement score.
+
+Ours runs as the kit runs it (`await grader.score(batch)`, batches of 64, its worker
+pool on all cores); Math-Verify as its docs show, `verify(parse(gold), parse(pred))`
+in the main thread (so its signal timeouts work). Math-Verify is a bench-only
+dependency: `pip install 'math-verify[antlr4_13_2]'`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from services.common.contract import Sample, Status
+from services.reward_rules.math import MathConfig, MathGrader
+
+
+@dataclass(frozen=True)
+class Problem:
+    gold: str
+    right: tuple[str, ...]
+    wrong: tuple[str, ...]
+
+
+BASE: list[Problem] = [
+    Problem(
+        "\\frac{3}{4}", ("0.75", "\\dfrac34", "3/4", "\\frac{6}{8}"), ("\\frac43", "0.7", "\\frac{3}{5}")
+    ),
+    Problem("2\\sqrt{2}", ("\\sqrt{8}", "2 \\sqrt 2", "2^{3/2}"), ("\\sqrt{2}", "4\\sqrt2", "2.8")),
+    Problem("\\frac{\\pi}{3}", ("\\frac{1}{3}\\pi", "\\pi/3"), ("\\frac{\\pi}{6}", "60", "\\frac{2\\pi}{3}")),
+    Problem("(x+1)^2", ("x^2+2x+1", "1+2x+x^2"), ("x^2+1", "(x-1)^2")),
+    Problem("(1, 2]", ("\\left(1, 2\\right]", "(1,2]"), ("(1,2)", "[1,2]")),
+    Problem("\\{1, 3\\}", ("\\{3, 1\\}", "1, 3", "x=1 \\text{ or } x=3"), ("\\{1\\}", "\\{1, 2\\}")),
+    Problem(
+        "(3, -\\frac{1}{2})", ("(3, -0.5)", "\\left(3,-\\frac12\\right)"), ("(-\\frac12, 3)", "(3, \\frac12)")
+    ),
+    Problem("1-\\frac{1}{e}", ("1-e^{-1}", "\\frac{e-1}{e}"), ("1+\\frac{1}{e}", "1")),
+    Problem("\\frac{1}{2^{99}}", ("2^{-99}", "\\frac{1}{2^{99}}"), ("\\frac{1}{2^{98}}", "0")),
+    Problem("25\\%", ("25\\%", "0.25", "\\frac14"), ("2.5\\%", "0.025")),
+    Problem("x > 3", ("(3, \\infty)", "3 < x"), ("x \\ge 3", "[3,\\infty)")),
+    Problem("3+4i", ("4i+3", "3 + 4\\mathrm{i}"), ("3-4i", "5")),
+    Problem(
+        "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+        ("\\begin{bmatrix} 1 & 2 \\\\ 3 & 4 \\end{bmatrix}",),
+        ("\\begin{pmatrix} 1 & 3 \\\\ 2 & 4 \\end{pmatrix}",),
+    ),
+    Problem("\\text{Monday}", ("Monday", "\\text{monday}"), ("Tuesday",)),
+]
+
+PATHOLOGICAL = (
+    "\\dfrac{5^{(5^{(5^{(5^5)})}-4)}-5}{16}",
+    "10^{10^{10^{10}}}",
+    "(10^{100})!",
+    "9^{9^{9^{9}}}-9^{9^{9^{9}}}",
+)
+
+FILLER = [
+    "Let me set up the problem carefully.",
+    "We know that $a + b = {n}$ and $ab = {m}$, so $a^2 + b^2 = (a+b)^2 - 2ab$.",
+    "Wait, let me double-check the arithmetic: ${n} \\times 2 = {k}$.",
+    "Substituting back, we get $x = \\frac{{{n}}}{{{m}}}$, which simplifies further.",
+    "Actually, I should reconsider the constraint on $x$.",
+    "By the AM-GM inequality, $\\frac{{a+b}}{{2}} \\ge \\sqrt{{ab}}$.",
+    "Hmm, that gives {n} so far, but we still need the second case.",
+    "Therefore the intermediate value is ${m}$, and we continue.",
+]
+
+
+def chain_of_thought(rng: random.Random, sentences: int) -> str:
+    lines = []
+    for _ in range(sentences):
+        template = rng.choice(FILLER)
+        n, m = rng.randint(2, 999), rng.randint(2, 999)
+        lines.append(template.replace("{n}", str(n)).replace("{m}", str(m)).replace("{k}", str(2 * n)))
+    return " ".join(lines)
+
+
+def make_workload(refs: int, per_ref: int, seed: int) -> tuple[list[Sample], list[bool]]:
+    rng = random.Random(seed)
+    samples: list[Sample] = []
+    truth: list[bool] = []
+    for r in range(refs):
+        if r % 2 == 0:  # GSM8K/MATH-style integer answers, half of the references
+            value = rng.randint(-50, 5000)
+            problem = Problem(
+                str(value),
+                (f"{value:,}", f"{value}.0", f"{value}\\text{{ apples}}"),
+                (str(value + 1), str(-value - 1), f"{value}0"),
+            )
+        else:
+            problem = BASE[(r // 2) % len(BASE)]
+        label = problem.gold
+        for _ in range(per_ref):
+            roll = rng.random()
+            reasoning = chain_of_thought(rng, rng.randint(15, 60))
+            if roll < 0.45:
+                answer, correct = rng.choice(problem.right), True
+            elif roll < 0.85:
+                answer, correct = rng.choice(problem.wrong), False
+            elif roll < 0.97:
+                samples.append(Sample(response=f"<think>{reasoning}", label=label))  # truncated: no answer
+                truth.append(False)
+                continue
+            else:
+                answer, correct = rng.choice(PATHOLOGICAL), False
+            ending = rng.choice(
+                [
+                    f"Therefore, the final answer is $\\boxed{{{answer}}}$.",
+                    f"So the answer is $\\boxed{{{answer}}}$",
+                    f"**Final Answer**\n\\[\\boxed{{{answer}}}\\]",
+                ]
+            )
+            samples.append(
+                Sample(response=f"<think>{reasoning}</think>\n{reasoning[:400]}\n\n{ending}", label=label)
+            )
+            truth.append(correct)
+    return samples, truth
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run_ours(samples: list[Sample], batch: int) -> tuple[list[bool], float, list[float], int, int]:
+    grader = MathGrader(MathConfig())
+    try:
+        await grader.score([Sample(response="\\boxed{1}", label="1")])  # start the workers
+        verdicts: list[bool] = []
+        latencies: list[float] = []
+        timeouts = 0
+        hangs = 0
+        start = time.perf_counter()
+        for i in range(0, len(samples), batch):
+            t0 = time.perf_counter()
+            results = await grader.score(samples[i : i + batch])
+            elapsed = time.perf_counter() - t0
+            latencies.extend([elapsed] * len(results))
+            hangs += sum(1 for _ in results) if elapsed > grader.config.deadline_s + 1.0 else 0
+            timeouts += sum(1 for r in results if r.status == Status.TIMEOUT)
+            verdicts.extend(r.score == 1.0 for r in results)
+        return verdicts, time.perf_counter() - start, latencies, timeouts, hangs
+    finally:
+        await grader.aclose()
+
+
+def run_math_verify(samples: list[Sample]) -> tuple[list[bool], float, int, list[float]]:
+    import logging
+
+    from math_verify import parse, verify
+
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    verdicts: list[bool] = []
+    errors = 0
+    each: list[float] = []
+    start = time.perf_counter()
+    for sample in samples:
+        t0 = time.perf_counter()
+        try:
+            verdicts.append(bool(verify(parse(sample.label), parse(sample.response))))
+        except Exception:
+            errors += 1
+            verdicts.append(False)
+        each.append(time.perf_counter() - t0)
+    return verdicts, time.perf_counter() - start, errors, each
+
+
+def agreement(verdicts: list[bool], truth: list[bool]) -> float:
+    return sum(v == t for v, t in zip(verdicts, truth, strict=True)) / len(truth)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--refs", type=int, default=64)
+    parser.add_argument("--per-ref", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    samples, truth = make_workload(args.refs, args.per_ref, args.seed)
+    chars = statistics.mean(len(s.response) for s in samples)
+    print(
+        f"workload: {args.refs} refs x {args.per_ref} responses = {len(samples)} samples, "
+        f"mean response {chars:.0f} chars, {sum(truth)} correct"
+    )
+
+    ours, ours_s, latencies, timeouts, hangs = asyncio.run(run_ours(samples, args.batch))
+    theirs, theirs_s, errors, each = run_math_verify(samples)
+    plain = [t for t, s in zip(each, samples, strict=True) if not any(p in s.response for p in PATHOLOGICAL)]
+
+    ours_rate, theirs_rate = len(samples) / ours_s, len(samples) / theirs_s
+    print(
+        f"arbiter math : {ours_rate:8.1f} samples/s  agreement {agreement(ours, truth):6.1%}  "
+        f"p50 {percentile(latencies, 0.5) * 1000:.0f} ms  p99 {percentile(latencies, 0.99) * 1000:.0f} ms "
+        f"(per batch of {args.batch})  timeouts {timeouts}  hangs {hangs}"
+    )
+    print(
+        f"math-verify  : {theirs_rate:8.1f} samples/s  agreement {agreement(theirs, truth):6.1%}  "
+        f"errors {errors}  p99 {percentile(each, 0.99) * 1000:.0f} ms  "
+        f"(without pathological samples: {len(plain) / sum(plain):.1f} samples/s)"
+    )
+    print(f"speedup      : {ours_rate / theirs_rate:8.1f}x")
+
+
+if __name__ == "__main__":
+    main()

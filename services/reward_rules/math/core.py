@@ -1,0 +1,207 @@
+"""One sample's verdict: label -> reference answers, response -> answer, compare.
+
+Pure and synchronous; it runs inside the worker processes (pool.py), which give it a
+deadline. Per-process LRU caches make the GRPO shape cheap: a reference shared by
+16 responses is prepared once, and the same extracted answer (models repeat
+themselves) is parsed and compared once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from services.reward_rules.math.equivalence import Comparison, equivalent
+from services.reward_rules.math.extract import (
+    Extraction,
+    choice_letter,
+    extract_answer,
+    extract_choice,
+    extract_reference,
+)
+from services.reward_rules.math.nodes import Node
+from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
+from services.reward_rules.math.parse import ParseError, parse_answer
+
+__all__ = ["GradeOptions", "Outcome", "grade"]
+
+_DETAIL_CHARS = 80
+_LEADING_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?![\w.^/])")
+
+
+@dataclass(frozen=True, slots=True)
+class GradeOptions:
+    """Comparison settings that change verdicts (part of the grader's config hash)."""
+
+    rel_tol: float = 1e-6
+    use_sympy: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A verdict: correct | incorrect | no_answer | bad_reference | timeout | error."""
+
+    verdict: str
+    detail: str
+    extracted: bool = False
+    boxed: bool = False
+    parsed: bool = False
+    symbolic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    answers: tuple[str, ...]  # cleaned reference answers; any of them is accepted
+    choice: str | None
+    rel_tol: float
+
+
+class BadReference(ValueError):
+    pass
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
+
+
+@lru_cache(maxsize=4096)
+def _reference(label: str, default_rel_tol: float) -> _Reference:
+    """Parse a label once: plain text, a full solution, or `{"grader": "math", ...}`."""
+    text = label.strip()
+    rel_tol = default_rel_tol
+    raw: list[Any] = [text]
+    choice_forced = False
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            grader = data.get("grader", "math")
+            if grader not in ("math", None):
+                raise BadReference(f"label is for grader {grader!r}, not math")
+            answer = data.get("answer", data.get("reference", data.get("solution")))
+            if answer is None:
+                raise BadReference("label object has no 'answer'")
+            raw = list(answer) if isinstance(answer, list) else [answer]
+            tolerance = data.get("rel_tol", data.get("tolerance"))
+            if isinstance(tolerance, int | float) and not isinstance(tolerance, bool) and 0 <= tolerance < 1:
+                rel_tol = float(tolerance)
+            choice_forced = bool(data.get("choice", False))
+    answers: list[str] = []
+    for item in raw:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise BadReference(f"unsupported answer type {type(item).__name__}")
+        item_text = item if isinstance(item, str) else json.dumps(item)
+        cleaned = clean_answer(extract_reference(item_text))
+        if cleaned:
+            answers.append(cleaned)
+    if not answers:
+        raise BadReference("empty reference answer")
+    choice = choice_letter(answers[0]) if len(answers) == 1 else None
+    if choice_forced and choice is None:
+        raise BadReference("label says choice but the answer is not a letter")
+    return _Reference(tuple(answers), choice, rel_tol)
+
+
+@lru_cache(maxsize=16384)
+def _parsed(cleaned: str) -> Node | None:
+    try:
+        return parse_answer(cleaned)
+    except (ParseError, RecursionError, ValueError, ZeroDivisionError):
+        return None
+
+
+@lru_cache(maxsize=16384)
+def _compare(gold: str, pred: str, rel_tol: float, use_sympy: bool) -> tuple[bool, str, bool, bool]:
+    """(equal, how, pred parsed, sympy used) for two cleaned answers."""
+    if canonical_key(gold) == canonical_key(pred):
+        return True, "same text", True, False
+    gold_node, pred_node = _parsed(gold), _parsed(pred)
+    if pred_node is None:
+        if text_key(gold) and text_key(gold) == text_key(pred) and not re.search(r"\d", gold):
+            return True, "same words", False, False
+        return False, "answer not parseable, text differs", False, False
+    if gold_node is None:
+        return False, "reference not parseable, text differs", True, False
+    symbolic = None
+    if use_sympy:
+        # Imported here: the serving process imports core but never compares.
+        from services.reward_rules.math.symbolic import sympy_equal
+
+        symbolic = sympy_equal
+    comparison = Comparison(rel_tol=rel_tol, symbolic=symbolic)
+    equal = equivalent(gold_node, pred_node, comparison)
+    if equal:
+        how = "+".join(dict.fromkeys(comparison.methods)) or "equivalent"
+    elif comparison.too_large:
+        how = "values too large to compare; structures differ"
+    else:
+        how = "not equivalent"
+    return equal, how, True, comparison.used_symbolic
+
+
+def grade(label: str, response: str, options: GradeOptions | None = None) -> Outcome:
+    """The verdict for one response against one label (pure; may be slow on sympy)."""
+    opts = options or GradeOptions()
+    try:
+        reference = _reference(label, opts.rel_tol)
+    except BadReference as error:
+        return Outcome("bad_reference", f"invalid reference: {error}")
+    if reference.choice is not None:
+        extraction = extract_choice(response)
+        if extraction is not None and len(extraction.text) == 1:
+            equal = extraction.text.upper() == reference.choice
+            return Outcome(
+                "correct" if equal else "incorrect",
+                f"choice {extraction.text} from {extraction.source} vs {reference.choice}",
+                extracted=True,
+                boxed="boxed" in extraction.source,
+                parsed=True,
+            )
+    else:
+        extraction = extract_answer(response)
+    if extraction is None:
+        return Outcome("no_answer", "no final answer found in the response")
+    return _grade_extraction(reference, extraction, opts)
+
+
+def _grade_extraction(reference: _Reference, extraction: Extraction, opts: GradeOptions) -> Outcome:
+    pred = clean_answer(extraction.text)
+    if not pred:
+        return Outcome("no_answer", f"empty answer in {extraction.source}")
+    candidates = [pred]
+    if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")) and _parsed(pred) is None:
+        leading = _LEADING_NUMBER.match(pred)
+        if leading:
+            candidates.append(clean_answer(leading.group(1)))
+    parsed = symbolic = False
+    how = "not equivalent"
+    for candidate in candidates:
+        for gold in reference.answers:
+            equal, how, parsed_now, symbolic_now = _compare(
+                gold, candidate, reference.rel_tol, opts.use_sympy
+            )
+            parsed |= parsed_now
+            symbolic |= symbolic_now
+            if equal:
+                return Outcome(
+                    "correct",
+                    f"{_short(candidate)!r} from {extraction.source} equals {_short(gold)!r} ({how})",
+                    extracted=True,
+                    boxed="boxed" in extraction.source,
+                    parsed=parsed,
+                    symbolic=symbolic,
+                )
+    return Outcome(
+        "incorrect",
+        f"{_short(pred)!r} from {extraction.source} does not match {_short(reference.answers[0])!r} ({how})",
+        extracted=True,
+        boxed="boxed" in extraction.source,
+        parsed=parsed,
+        symbolic=symbolic,
+    )

@@ -1,0 +1,469 @@
+"""Is the predicted answer mathematically the reference? Pure comparison functions.
+
+Order of tests, cheapest and most certain first: identical structure; exact rational
+arithmetic (no tolerance); mpmath at 50 digits with free symbols sampled at fixed
+generic points (a probabilistic identity test that, unlike `simplify`, cannot hang);
+sympy only for what numerics cannot evaluate. A tolerance exists only when a side is a
+written decimal, and then it is both relative and bounded by the written precision, so
+`1/2^99` vs `1/2^98` and `1000000` vs `1000000.5` stay different.
+
+Collection rules: `\\{...\\}` sets and bare comma lists (`1, 2`, `x = \\pm 3`) compare
+without order; parenthesised tuples, vectors and intervals compare in order, and an
+interval's brackets must match (`(1, 2]` is not `(1, 2)`); a one-variable inequality
+equals the interval it describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import mpmath  # type: ignore[import-untyped]
+
+from services.reward_rules.math.evaluate import (
+    DPS,
+    EvalError,
+    approx,
+    decimals_of,
+    exact,
+    fold,
+    free_symbols,
+    has_inexact,
+    infinity_sign,
+)
+from services.reward_rules.math.nodes import (
+    Call,
+    Const,
+    Matrix,
+    Node,
+    Num,
+    Op,
+    Pct,
+    PlusMinus,
+    Rel,
+    Seq,
+    SetOp,
+    Sym,
+    Text,
+)
+from services.reward_rules.math.normalize import text_key
+
+__all__ = ["Comparison", "equivalent"]
+
+# Generic points for the identity test: irrational-looking, positive, away from poles.
+_POINTS = (
+    ("0.5772156649015328606", "1.3247179572447460260", "2.2360679774997896964"),
+    ("1.6180339887498948482", "0.7071067811865475244", "3.1415926535897932385"),
+    ("2.7182818284590452354", "1.7320508075688772935", "0.3183098861837906715"),
+)
+_STRICT_REL = mpmath.mpf(10) ** (-(DPS - 12))
+_ZERO = mpmath.mpf(10) ** (-(DPS - 10))
+_MAX_ITEMS = 64
+_BIG = mpmath.mpf(10) ** 20
+_MAX_DPS = 3000
+
+SymbolicCheck = Callable[[Node, Node], bool | None]
+
+
+@dataclass
+class Comparison:
+    """Settings and bookkeeping for one comparison (which methods decided it)."""
+
+    rel_tol: float = 1e-6
+    symbolic: SymbolicCheck | None = None
+    methods: list[str] = field(default_factory=list)
+    used_symbolic: bool = False
+    too_large: bool = False
+
+
+def equivalent(gold: Node, pred: Node, comparison: Comparison | None = None) -> bool:
+    """Whether `pred` answers `gold`; `comparison.methods` says how it was decided."""
+    ctx = comparison or Comparison()
+    return _equal(gold, pred, ctx)
+
+
+def _equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    if g == p:
+        ctx.methods.append("structure")
+        return True
+    if isinstance(g, Text) or isinstance(p, Text):
+        return _text_equal(g, p, ctx)
+    if isinstance(g, Rel) or isinstance(p, Rel):
+        return _relation_cases(g, p, ctx)
+    if isinstance(g, PlusMinus):
+        g = _expand_pm(g)
+    if isinstance(p, PlusMinus):
+        p = _expand_pm(p)
+    if isinstance(g, Seq | SetOp | Matrix) or isinstance(p, Seq | SetOp | Matrix):
+        return _collection_equal(g, p, ctx)
+    if isinstance(p, Pct) or isinstance(g, Pct):
+        return _percent_equal(g, p, ctx)
+    return _scalar_equal(g, p, ctx)
+
+
+# -- words --------------------------------------------------------------------------------
+def _text_equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    if isinstance(g, Text) and isinstance(p, Text):
+        if text_key(g.text) == text_key(p.text) and text_key(g.text):
+            ctx.methods.append("text")
+            return True
+        return False
+    word, other = (g, p) if isinstance(g, Text) else (p, g)
+    assert isinstance(word, Text)
+    if isinstance(other, Sym) and text_key(word.text) == text_key(other.name):
+        ctx.methods.append("text")
+        return True
+    return False
+
+
+# -- relations ----------------------------------------------------------------------------
+def _is_assignment(rel: Rel) -> bool:
+    """`x = ...`, `a_1 = ...`, `f(x) = ...` (parsed f·x): a name, then its value."""
+    lhs = rel.parts[0]
+    named = isinstance(lhs, Sym | Call) or (
+        isinstance(lhs, Op) and lhs.op == "mul" and all(isinstance(a, Sym) for a in lhs.args)
+    )
+    return named and all(op == "=" for op in rel.ops)
+
+
+def _relation_cases(g: Node, p: Node, ctx: Comparison) -> bool:
+    if isinstance(g, Rel) and isinstance(p, Rel):
+        return _relations_equal(g, p, ctx)
+    if isinstance(g, Rel):
+        if g.ops[-1] == "in" or _is_assignment(g):
+            return _equal(g.parts[-1], p, ctx)
+        interval = _relation_interval(g)
+        return interval is not None and _equal(interval, p, ctx)
+    assert isinstance(p, Rel)
+    if all(op == "=" for op in p.ops) or p.ops[-1] == "in":
+        # "x = 5", "k = 2 + 3 = 5", "x \in (1, 2)": the answer is the last right-hand side.
+        return _equal(g, p.parts[-1], ctx)
+    interval = _relation_interval(p)
+    return interval is not None and isinstance(g, Seq | SetOp) and _equal(g, interval, ctx)
+
+
+def _flip(rel: Rel) -> Rel:
+    """Write `>`/`>=` chains as `<`/`<=` chains, reversed."""
+    if all(op in ("<", "<=") for op in rel.ops):
+        return rel
+    if all(op in (">", ">=") for op in rel.ops):
+        flipped = tuple({">": "<", ">=": "<="}[op] for op in reversed(rel.ops))
+        return Rel(flipped, tuple(reversed(rel.parts)))
+    return rel
+
+
+def _relations_equal(g: Rel, p: Rel, ctx: Comparison) -> bool:
+    g, p = _flip(g), _flip(p)
+    if g.ops != p.ops:
+        if len(g.parts) == len(p.parts) == 2 and set(g.ops) | set(p.ops) <= {"=", "in"}:
+            return _equal(g.parts[0], p.parts[0], ctx) and _equal(g.parts[1], p.parts[1], ctx)
+        gi, pi = _relation_interval(g), _relation_interval(p)
+        return gi is not None and pi is not None and _equal(gi, pi, ctx)
+    if _is_assignment(g) and _is_assignment(p):
+        return g.parts[0] == p.parts[0] and _equal(g.parts[-1], p.parts[-1], ctx)
+    if len(g.parts) != 2 or len(p.parts) != 2:
+        return len(g.parts) == len(p.parts) and all(
+            _equal(a, b, ctx) for a, b in zip(g.parts, p.parts, strict=True)
+        )
+    if all(_equal(a, b, ctx) for a, b in zip(g.parts, p.parts, strict=True)):
+        return True
+    if g.ops[0] in ("=", "!="):
+        if _equal(g.parts[0], p.parts[1], ctx) and _equal(g.parts[1], p.parts[0], ctx):
+            return True
+        return _proportional(_difference(g), _difference(p), ctx, positive=False)
+    if g.ops[0] in ("<", "<="):
+        return _proportional(_difference(g), _difference(p), ctx, positive=True)
+    return False
+
+
+def _difference(rel: Rel) -> Node:
+    return Op("add", (rel.parts[1], Op("neg", (rel.parts[0],))))
+
+
+def _proportional(a: Node, b: Node, ctx: Comparison, positive: bool) -> bool:
+    """a = k·b for one constant k != 0 (k > 0 for inequalities): same equation/inequality."""
+    names = sorted(free_symbols(a) | free_symbols(b))
+    ratios = []
+    for point in _points(names):
+        try:
+            va, vb = approx(a, point), approx(b, point)
+        except EvalError:
+            continue
+        if abs(vb) <= _ZERO or abs(va) <= _ZERO:
+            if abs(vb) <= _ZERO and abs(va) <= _ZERO:
+                continue
+            return False
+        ratios.append(va / vb)
+    if len(ratios) < 2 and names:
+        return False
+    if not ratios:
+        return False
+    first = ratios[0]
+    if positive and (isinstance(first, mpmath.mpc) or first <= 0):
+        return False
+    if all(abs(r - first) <= _STRICT_REL * abs(first) for r in ratios):
+        ctx.methods.append("proportional")
+        return True
+    return False
+
+
+def _relation_interval(rel: Rel) -> Node | None:
+    """`x > 3` -> `(3, oo)`, `1 <= x < 2` -> `[1, 2)`; None if not one variable vs constants."""
+    rel = _flip(rel)
+    if not all(op in ("<", "<=") for op in rel.ops):
+        return None
+    oo = Const("oo")
+    if len(rel.parts) == 2:
+        left, right = rel.parts
+        strict = rel.ops[0] == "<"
+        if isinstance(left, Sym) and not free_symbols(right):
+            return Seq("(", ")" if strict else "]", (Op("neg", (oo,)), right))
+        if isinstance(right, Sym) and not free_symbols(left):
+            return Seq("(" if strict else "[", ")", (left, oo))
+        return None
+    if len(rel.parts) == 3 and isinstance(rel.parts[1], Sym):
+        low, _, high = rel.parts
+        if free_symbols(low) or free_symbols(high):
+            return None
+        return Seq("(" if rel.ops[0] == "<" else "[", ")" if rel.ops[1] == "<" else "]", (low, high))
+    return None
+
+
+# -- collections --------------------------------------------------------------------------
+def _expand_pm(node: PlusMinus) -> Seq:
+    if node.base is None:
+        return Seq("", "", (node.delta, Op("neg", (node.delta,))))
+    return Seq("", "", (Op("add", (node.base, node.delta)), Op("add", (node.base, Op("neg", (node.delta,))))))
+
+
+def _kind(seq: Seq) -> str:
+    if seq.open == "{":
+        return "set"
+    if seq.open == "":
+        return "list"
+    if seq.open == "<" or (seq.open, seq.close) == ("(", ")"):
+        return "tuple"
+    if (seq.open, seq.close) == ("[", "]"):
+        return "vector"
+    return "interval"
+
+
+def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    if isinstance(g, Matrix) or isinstance(p, Matrix):
+        return _matrix_equal(g, p, ctx)
+    if isinstance(g, SetOp) or isinstance(p, SetOp):
+        if isinstance(g, SetOp) and isinstance(p, SetOp) and g.op == p.op:
+            return _unordered(g.args, p.args, ctx)
+        return False
+    if not isinstance(g, Seq):
+        assert isinstance(p, Seq)
+        return len(p.items) == 1 and _kind(p) in ("set", "list", "tuple") and _equal(g, p.items[0], ctx)
+    if not isinstance(p, Seq):
+        return len(g.items) == 1 and _kind(g) in ("set", "list", "tuple") and _equal(g.items[0], p, ctx)
+    if len(g.items) > _MAX_ITEMS or len(p.items) > _MAX_ITEMS:
+        return False
+    gk, pk = _kind(g), _kind(p)
+    g_items, p_items = _flatten_pm(g.items), _flatten_pm(p.items)
+    if gk == "interval" or pk == "interval":
+        if (g.open, g.close) != (p.open, p.close) and not (gk == "tuple" and pk == "tuple"):
+            return False
+        return _ordered(g_items, p_items, ctx)
+    if gk in ("set", "list"):
+        return _unordered(g_items, p_items, ctx)
+    if pk == "set" and gk in ("tuple", "vector"):
+        return False
+    if gk != pk and "list" not in (gk, pk) and {gk, pk} != {"tuple", "vector"}:
+        return False
+    if {gk, pk} == {"tuple", "vector"} and len(g_items) == 2:
+        return False  # (a, b) vs [a, b]: an open vs a closed interval
+    return _ordered(g_items, p_items, ctx)
+
+
+def _flatten_pm(items: Sequence[Node]) -> tuple[Node, ...]:
+    out: list[Node] = []
+    for item in items:
+        if isinstance(item, PlusMinus):
+            out.extend(_expand_pm(item).items)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _ordered(g_items: Sequence[Node], p_items: Sequence[Node], ctx: Comparison) -> bool:
+    return len(g_items) == len(p_items) and all(
+        _equal(a, b, ctx) for a, b in zip(g_items, p_items, strict=True)
+    )
+
+
+def _unordered(g_items: Sequence[Node], p_items: Sequence[Node], ctx: Comparison) -> bool:
+    if len(g_items) != len(p_items):
+        return False
+    unused = list(p_items)
+    for item in g_items:
+        for index, candidate in enumerate(unused):
+            if _equal(item, candidate, ctx):
+                del unused[index]
+                break
+        else:
+            return False
+    return True
+
+
+def _matrix_equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    def cells(node: Node) -> tuple[tuple[int, int], list[Node]] | None:
+        if isinstance(node, Matrix):
+            return (len(node.rows), len(node.rows[0])), [c for row in node.rows for c in row]
+        if isinstance(node, Seq) and _kind(node) in ("tuple", "vector"):
+            return (len(node.items), 1), list(node.items)
+        return None
+
+    gc, pc = cells(g), cells(p)
+    if gc is None or pc is None:
+        return False
+    (g_shape, g_cells), (p_shape, p_cells) = gc, pc
+    vectors = 1 in g_shape and 1 in p_shape and len(g_cells) == len(p_cells)
+    if g_shape != p_shape and not (vectors and (isinstance(g, Seq) or isinstance(p, Seq))):
+        return False
+    return _ordered(g_cells, p_cells, ctx)
+
+
+# -- numbers ------------------------------------------------------------------------------
+def _percent_equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    """`50%` answers both `0.5` and `50`; `50%` vs `50%` compares the numbers."""
+    if isinstance(g, Pct) and isinstance(p, Pct):
+        return _scalar_equal(g.arg, p.arg, ctx)
+    word, other = (g, p) if isinstance(g, Pct) else (p, g)
+    assert isinstance(word, Pct)
+    as_value = Op("div", (word.arg, Num(Fraction(100))))
+    if _scalar_equal(as_value, other, ctx) if word is g else _scalar_equal(other, as_value, ctx):
+        return True
+    # "What percent...": 25% answers 25, but only for whole numbers (0.5% is not 0.5).
+    a, b = exact(word.arg), exact(other)
+    return a is not None and a == b and a.denominator == 1
+
+
+def _scalar_equal(g: Node, p: Node, ctx: Comparison) -> bool:
+    g_inf, p_inf = infinity_sign(g), infinity_sign(p)
+    if g_inf or p_inf:
+        return g_inf == p_inf
+    inexact = has_inexact(g) or has_inexact(p)
+    ge, pe = exact(g), exact(p)
+    if ge is not None and pe is not None:
+        if ge == pe:
+            ctx.methods.append("exact")
+            return True
+        if not inexact:
+            return False
+        return _close_inexact(_mp(ge), _mp(pe), g, p, ctx)
+    names = sorted(free_symbols(g) | free_symbols(p))
+    verdict = _numeric_equal(g, p, names, inexact, ctx)
+    if verdict is not None:
+        return verdict
+    if ctx.too_large:
+        if fold(g) == fold(p):
+            ctx.methods.append("canonical structure")
+            return True
+        return False
+    if ctx.symbolic is not None:
+        ctx.used_symbolic = True
+        decided = ctx.symbolic(g, p)
+        if decided:
+            ctx.methods.append("sympy")
+        return bool(decided)
+    return False
+
+
+def _numeric_equal(g: Node, p: Node, names: list[str], inexact: bool, ctx: Comparison) -> bool | None:
+    """Compare values at generic points; None when they cannot be evaluated.
+
+    Large magnitudes are re-evaluated with enough digits that an absolute difference of
+    1 still shows (`10^{60}` vs `10^{60}+1`); beyond `_MAX_DPS` digits it gives up.
+    """
+    dps = DPS
+    for _ in range(2):
+        values: list[tuple[Any, Any]] = []
+        for point in _points(names):
+            try:
+                values.append((approx(g, point, dps), approx(p, point, dps)))
+            except EvalError as error:
+                if "too large" in str(error):
+                    ctx.too_large = True
+                    return None
+        if not values or (names and len(values) < 2):
+            return None
+        magnitude = max(max(abs(a), abs(b)) for a, b in values)
+        if magnitude > _BIG and dps == DPS:
+            with mpmath.workdps(DPS):
+                digits = int(mpmath.log10(magnitude)) + DPS
+            if digits > _MAX_DPS:
+                ctx.too_large = True
+                return None
+            dps = digits
+            continue
+        if inexact and not names:
+            return _close_inexact(values[0][0], values[0][1], g, p, ctx)
+        rel = mpmath.mpf(10) ** (-(dps - 12))
+        if all(_close_strict(a, b, rel, dps) for a, b in values):
+            ctx.methods.append("numeric")
+            return True
+        return False
+    return None
+
+
+def _mp(value: Fraction) -> Any:
+    with mpmath.workdps(DPS):
+        return mpmath.mpf(value.numerator) / value.denominator
+
+
+def _close_strict(a: Any, b: Any, rel: Any, dps: int) -> bool:
+    with mpmath.workdps(dps):
+        diff = abs(a - b)
+        if diff <= _ZERO:
+            return True
+        return bool(diff <= rel * max(abs(a), abs(b)))
+
+
+def _close_inexact(gv: Any, pv: Any, g: Node, p: Node, ctx: Comparison) -> bool:
+    """A written decimal matches when it is the other value correctly rounded.
+
+    Reference `0.33` accepts `0.333` (rounds to it); `1/3` accepts `0.333333` (relative
+    error <= rel_tol and within one unit of the last written digit); `1000000` does not
+    accept `1000000.5`.
+    """
+    with mpmath.workdps(DPS):
+        diff = abs(gv - pv)
+        scale = max(abs(gv), abs(pv))
+        g_dec, p_dec = decimals_of(g), decimals_of(p)
+        rounds_to_gold = (
+            g_dec is not None
+            and p_dec is not None
+            and p_dec >= g_dec
+            and diff <= mpmath.mpf(10) ** (-g_dec) / 2 * (1 + mpmath.mpf("1e-12"))
+        )
+        if rounds_to_gold:
+            ctx.methods.append("rounding")
+            return True
+        if scale == 0 or diff > ctx.rel_tol * scale * (1 + mpmath.mpf("1e-9")):
+            return False
+        written = p_dec if p_dec is not None else g_dec
+        if written is not None and diff > mpmath.mpf(10) ** (-written) * (1 + mpmath.mpf("1e-12")):
+            return False
+        ctx.methods.append("tolerance")
+        return True
+
+
+def _points(names: Sequence[str]) -> list[dict[str, Any]]:
+    if not names:
+        return [{}]
+    points = []
+    with mpmath.workdps(DPS):
+        for row in _POINTS:
+            points.append(
+                {
+                    name: mpmath.mpf(row[i % len(row)]) + mpmath.mpf(i // len(row)) / 7
+                    for i, name in enumerate(names)
+                }
+            )
+    return points

@@ -1,0 +1,157 @@
+"""`MathGrader`: the kit's Grader for "is the final answer mathematically the reference".
+
+The event loop only groups samples and awaits futures; extraction, parsing and
+comparison all run in worker processes (pool.py) under a hard deadline, so a batch
+always returns within `deadline_s` plus a small slack, whatever the responses hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.grader import config_hash
+from services.reward_rules.math.core import GradeOptions, Outcome
+from services.reward_rules.math.pool import PoolJob, WorkerPool
+
+__all__ = ["LOG_KEYS", "MathConfig", "MathGrader"]
+
+VERSION = "1.0.0"
+# Past the deadline, how long score() waits for the dispatchers' own timeout verdicts.
+_SLACK_S = 0.5
+
+LOG_KEYS = (
+    "math/extracted",
+    "math/boxed",
+    "math/parsed",
+    "math/format_error",
+    "math/timeout",
+    "math/symbolic",
+    "math/error",
+)
+
+
+class MathConfig(BaseModel):
+    """Rewards, tolerance and resource limits of the math grader."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    deadline_s: float = Field(default=5.0, gt=0, description="wall clock from score() to every verdict")
+    sample_budget_s: float = Field(
+        default=2.0, gt=0, description="compute cap per sample (at most deadline_s); a stuck one is killed"
+    )
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    memory_mb: int = Field(default=2048, ge=0, description="address-space cap per worker; 0 = none")
+    correct_reward: float = 1.0
+    incorrect_reward: float = 0.0
+    format_error_reward: float = Field(default=0.0, description="reward when no final answer is found")
+    rel_tol: float = Field(default=1e-6, ge=0, lt=1, description="tolerance for written decimals")
+    use_sympy: bool = True
+    chunk_size: int = Field(default=16, ge=1, description="samples per worker job")
+
+    def semantic_hash(self) -> str:
+        """Hash of what changes rewards (not of worker counts or memory caps)."""
+        return config_hash(self.model_dump(mode="json", exclude={"workers", "memory_mb", "chunk_size"}))
+
+
+class MathGrader:
+    """Grades math answers; safe to share between event loops and threads."""
+
+    def __init__(self, config: MathConfig | None = None) -> None:
+        self.config = config or MathConfig()
+        self._options = GradeOptions(rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy)
+        self._pool: WorkerPool | None = None
+        self._info = GraderInfo(
+            name="math",
+            version=VERSION,
+            config_hash=self.config.semantic_hash(),
+            capabilities=["math", "latex", "boxed", "gsm8k", "multiple_choice", "deadline"],
+        )
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return LOG_KEYS
+
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker pool, started on first use (threads start processes in background)."""
+        if self._pool is None:
+            self._pool = WorkerPool(self.config.workers, self.config.memory_mb)
+        return self._pool
+
+    def submit(self, samples: Sequence[Sample], deadline: float) -> list[Future[Outcome]]:
+        """Queue samples for grading (non-blocking); one future per sample, in order."""
+        futures: list[Future[Outcome]] = [Future() for _ in samples]
+        groups: dict[str, list[int]] = {}
+        for index, sample in enumerate(samples):
+            groups.setdefault(sample.label, []).append(index)
+        pool = self.pool
+        per_job = max(1, min(self.config.chunk_size, math.ceil(len(samples) / pool.size)))
+        budget = min(self.config.sample_budget_s, self.config.deadline_s)
+        jobs = []
+        for label, indices in groups.items():
+            for start in range(0, len(indices), per_job):
+                chunk = indices[start : start + per_job]
+                items = [(i, samples[i].response, futures[i]) for i in chunk]
+                jobs.append(PoolJob(label, self._options, items, budget, deadline))
+        pool.submit(jobs)
+        return futures
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        if not samples:
+            return []
+        deadline = time.monotonic() + self.config.deadline_s
+        futures = self.submit(samples, deadline)
+        wrapped = [asyncio.wrap_future(f) for f in futures]
+        await asyncio.wait(wrapped, timeout=self.config.deadline_s + _SLACK_S)
+        results = []
+        for future, waiter in zip(futures, wrapped, strict=True):
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                results.append(self.to_result(waiter.result()))
+            else:
+                waiter.cancel()
+                future.cancel()
+                results.append(self.to_result(Outcome("timeout", "no verdict within the deadline")))
+        return results
+
+    def to_result(self, outcome: Outcome) -> Result:
+        """Map a worker verdict to the contract's Result (rewards from the config).
+
+        Non-OK verdicts carry 0.0 here: the kit gives every non-OK result the server's
+        `fallback_reward`, one rule for every grader.
+        """
+        cfg = self.config
+        verdict = outcome.verdict
+        reward, score, status = {
+            "correct": (cfg.correct_reward, 1.0, Status.OK),
+            "incorrect": (cfg.incorrect_reward, 0.0, Status.OK),
+            "no_answer": (cfg.format_error_reward, 0.0, Status.OK),
+            "bad_reference": (0.0, 0.0, Status.INVALID_INPUT),
+            "timeout": (0.0, 0.0, Status.TIMEOUT),
+        }.get(verdict, (0.0, 0.0, Status.GRADER_ERROR))
+        logs = {
+            "math/extracted": float(outcome.extracted),
+            "math/boxed": float(outcome.boxed),
+            "math/parsed": float(outcome.parsed),
+            "math/format_error": float(verdict == "no_answer"),
+            "math/timeout": float(verdict == "timeout"),
+            "math/symbolic": float(outcome.symbolic),
+            "math/error": float(status == Status.GRADER_ERROR),
+        }
+        return Result(reward=reward, score=score, status=status, detail=outcome.detail, logs=logs)
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.close)

@@ -1,0 +1,319 @@
+"""String canonicalisation of an extracted answer, before it is parsed.
+
+Everything here is pure and linear in the input: it turns the many ways a person or a
+model writes the same answer (`\\dfrac`, `\\left(`, `1{,}000`, `5\\text{ cm}`, `30^\\circ`)
+into one LaTeX dialect that `parse.py` understands, so the parser stays small.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["canonical_key", "clean_answer", "strip_math_delimiters", "text_key"]
+
+_DELIMS = re.compile(r"^\s*(?:\$\$|\$|\\\[|\\\()\s*(.*?)\s*(?:\$\$|\$|\\\]|\\\))\s*$", re.S)
+_SPACING = re.compile(
+    r"(?<!\\)\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|quad|qquad|[,;:! >]|hfill)"
+    r"|\\(?:h|v)space\*?\{[^{}]*\}|~"
+)
+_SIZING = re.compile(r"\\(?:left|right|middle|[bB]igg?[lrm]?)(?![a-zA-Z])\s*(\.)?")
+_FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
+_BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![a-zA-Z])")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\\circ(?![a-zA-Z])")
+_THIN_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |\s|\\!|\\;)(?=\d{3}(?!\d))")
+_COMMA_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s*\\?%)?$")
+_SPACE_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_TEXT_CMD = re.compile(
+    r"\\(?:text(?:rm|bf|it|sf|tt|normal)?|mathrm|mathbf|mathit|mathsf|mathtt|mathbb|mbox|operatorname|boldsymbol|bm)\s*\{"
+)
+_TRAILING_TEXT = re.compile(
+    r"(?P<head>.*?[\d}a-zA-Z)\]|.])\s*\\(?:text(?:rm|bf|it|normal)?|mathrm|mbox)\s*\{\s*(?P<word>[^{}]*)\}"
+    r"\s*(?:\^\s*\{?\s*\d\s*\}?)?\s*$",
+    re.S,
+)
+_MIXED_TEXT = re.compile(r"^([-+]?\d+)\s+(\d+)\s*/\s*(\d+)$")
+_FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_SHORT_A = re.compile(r"\\frac\s*(\d)\s*\{")
+_FRAC_SHORT_B = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+_SQRT_SHORT = re.compile(r"\\sqrt\s*(\d)")
+_AND_OR = re.compile(r"\s*(?:,\s*)?\\text\{\s*(?:and|or)\s*\}\s*|\s+(?:and|or)\s+")
+_TRAILING_PUNCT = re.compile(r"(?:[\s.,;:?]|\\\.|\\;)+$")
+_LEADING_WORDS = re.compile(
+    r"^(?:the\s+)?(?:final\s+)?(?:answer|result|value|solution)s?\s*(?:is|are|=|:)\s*", re.I
+)
+_UNIT_WORDS = frozenset(
+    [
+        "cm",
+        "mm",
+        "km",
+        "m",
+        "meter",
+        "meters",
+        "metre",
+        "metres",
+        "kilometer",
+        "kilometers",
+        "centimeter",
+        "centimeters",
+        "inch",
+        "inches",
+        "in",
+        "ft",
+        "feet",
+        "foot",
+        "yard",
+        "yards",
+        "yd",
+        "mile",
+        "miles",
+        "mi",
+        "sq",
+        "square",
+        "cubic",
+        "units",
+        "unit",
+        "unit2",
+        "g",
+        "kg",
+        "gram",
+        "grams",
+        "kilogram",
+        "kilograms",
+        "mg",
+        "lb",
+        "lbs",
+        "pound",
+        "pounds",
+        "oz",
+        "ounce",
+        "ounces",
+        "l",
+        "ml",
+        "liter",
+        "liters",
+        "litre",
+        "litres",
+        "gallon",
+        "gallons",
+        "s",
+        "sec",
+        "secs",
+        "second",
+        "seconds",
+        "min",
+        "mins",
+        "minute",
+        "minutes",
+        "h",
+        "hr",
+        "hrs",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "yr",
+        "yrs",
+        "dollar",
+        "dollars",
+        "cent",
+        "cents",
+        "euro",
+        "euros",
+        "rupee",
+        "rupees",
+        "rs",
+        "people",
+        "person",
+        "persons",
+        "students",
+        "student",
+        "apples",
+        "apple",
+        "marbles",
+        "books",
+        "ways",
+        "degrees",
+        "degree",
+        "deg",
+        "times",
+        "mph",
+        "kmh",
+        "kph",
+        "per",
+        "percent",
+        "points",
+        "point",
+        "items",
+        "item",
+        "children",
+        "cars",
+        "boxes",
+        "eggs",
+        "pages",
+        "tickets",
+        "cookies",
+        "candies",
+        "coins",
+        "miles/hour",
+        "km/h",
+        "m/s",
+    ]
+)
+_MATH_WORDS = frozenset(
+    [
+        "sin",
+        "cos",
+        "tan",
+        "sec",
+        "csc",
+        "cot",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "log",
+        "ln",
+        "exp",
+        "sqrt",
+        "pi",
+        "e",
+        "i",
+        "inf",
+        "infty",
+    ]
+)
+
+
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}")
+
+
+def _repeating(match: re.Match[str]) -> str:
+    """`0.1\\overline{6}` -> `\\frac{15}{90}`: a repeating decimal is an exact rational."""
+    whole, fixed, period = match.group(1) or "0", match.group(2), match.group(3)
+    numerator = int(whole + fixed + period) - int(whole + fixed)
+    denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
+    return f"\\frac{{{numerator}}}{{{denominator}}}"
+
+
+def strip_math_delimiters(text: str) -> str:
+    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` -> `x` (repeatedly; models nest them)."""
+    previous = None
+    while previous != text:
+        previous = text
+        match = _DELIMS.match(text)
+        if match:
+            text = match.group(1)
+    return text.replace("$", "").strip()
+
+
+def _unwrap_text_commands(text: str) -> str:
+    """`\\text{abc}` -> `abc`, keeping nested braces balanced (no regex recursion)."""
+    out: list[str] = []
+    pos = 0
+    for match in _TEXT_CMD.finditer(text):
+        if match.start() < pos:
+            continue
+        depth = 1
+        j = match.end()
+        while j < len(text) and depth:
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+            j += 1
+        if depth:
+            break
+        inner = text[match.end() : j - 1]
+        out.append(text[pos : match.start()])
+        command = match.group(0)
+        if "mathbb" in command:
+            out.append(inner)
+        else:
+            # A spaced word keeps its spaces so "\text{ and }" stays a separator.
+            out.append(
+                " " + inner.strip() + " " if inner.strip().isalpha() and len(inner.strip()) > 1 else inner
+            )
+        pos = j
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _strip_units(text: str) -> str:
+    """`5\\text{ cm}^2` and `12 apples` -> `5`, `12`; a lone word stays (it may be the answer)."""
+    for _ in range(3):
+        match = _TRAILING_TEXT.match(text)
+        if not match or not match.group("head").strip():
+            break
+        word = match.group("word").strip()
+        if word and not re.fullmatch(r"[A-Za-z][A-Za-z .'/^0-9-]*", word):
+            break
+        if word and word.lower() not in _UNIT_WORDS and (len(word) < 2 or word.lower() in _MATH_WORDS):
+            break
+        text = match.group("head").strip()
+    words = text.split()
+    if len(words) >= 2 and re.search(r"\d", words[0]):
+        tail = words[1:]
+        if all(w.lower().strip(".") in _UNIT_WORDS for w in tail):
+            return words[0]
+        if all(w.isalpha() and w.lower() not in _MATH_WORDS and len(w) > 2 for w in tail) and len(tail) <= 3:
+            return words[0]
+    return text
+
+
+def clean_answer(text: str) -> str:
+    """The canonical LaTeX of one answer: what the parser and the string comparison see."""
+    text = text.strip()
+    if not text:
+        return text
+    text = _LEADING_WORDS.sub("", text)
+    text = text.replace("\\$", "").replace("\\%", "%")
+    text = strip_math_delimiters(text)
+    text = text.replace("−", "-").replace("–", "-").replace("\u2009", " ").replace("\u00a0", " ")
+    text = _THIN_THOUSANDS.sub("", text) if re.search(r"\d(?:\{,\}|\\,|\\ |\\!|\\;)\d{3}", text) else text
+    text = text.replace("{,}", ",")
+    text = _FRAC_VARIANTS.sub(r"\\frac", text)
+    text = _BINOM_VARIANTS.sub(r"\\binom", text)
+    text = _DEGREES.sub("", text)
+    text = _REPEATING.sub(_repeating, text)
+    text = _SPACING.sub(" ", text)
+    text = _strip_units(text)
+    text = _AND_OR.sub(",", text)
+    text = _unwrap_text_commands(text)
+    text = _SIZING.sub("", text)
+    text = _SPACING.sub(" ", text)
+    text = _FRAC_SHORT.sub(r"\\frac{\1}{\2}", text)
+    text = _FRAC_SHORT_A.sub(r"\\frac{\1}{", text)
+    text = _FRAC_SHORT_B.sub(r"\\frac\1{\2}", text)
+    text = _SQRT_SHORT.sub(r"\\sqrt{\1}", text)
+    text = text.replace("\\infin", "\\infty").replace("\\infinity", "\\infty")
+    text = re.sub(r"(?<![a-zA-Z\\])(?:infinity|inf)(?![a-zA-Z])", r"\\infty", text)
+    text = _TRAILING_PUNCT.sub("", text.strip())
+    text = text.strip()
+    if _COMMA_THOUSANDS.match(text):
+        text = text.replace(",", "")
+    elif _SPACE_THOUSANDS.match(text):
+        text = text.replace(" ", "")
+    mixed = _MIXED_TEXT.match(text)
+    if mixed:
+        whole, num, den = mixed.groups()
+        text = f"{whole}\\frac{{{num}}}{{{den}}}"
+    text = re.sub(r"\s+", " ", text)
+    return text.strip()
+
+
+def canonical_key(text: str) -> str:
+    """A whitespace-free key: two answers with the same key are the same answer."""
+    return re.sub(r"\s+", "", text)
+
+
+def text_key(text: str) -> str:
+    """A key for word answers (`\\text{Monday}` vs `monday.`): case and punctuation free."""
+    return re.sub(r"[^a-z0-9]+", "", text.lower())

@@ -1,0 +1,284 @@
+"""Worker processes with a hard per-sample deadline, usable from any thread or event loop.
+
+Each worker has a dispatcher thread in this process that owns its socket: it takes a
+job (samples sharing one reference) from a shared queue, streams the samples' results
+back into concurrent futures, and SIGKILLs the worker when a sample overruns its
+budget; the replacement is forked by the zygote (zygote.py), which already imported
+sympy, so it costs milliseconds. Nothing here touches an event loop, so callers wrap
+the futures with `asyncio.wrap_future` in whichever loop they run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+
+from services.reward_rules.math.core import GradeOptions, Outcome
+from services.reward_rules.math.protocol import FORK_REQUEST as REQUEST
+
+__all__ = ["PoolJob", "WorkerPool"]
+
+log = logging.getLogger(__name__)
+
+_ZYGOTE_MODULE = "services.reward_rules.math.zygote"
+# The zygote imports sympy before its first reply; allow for a slow, busy machine.
+_ZYGOTE_START_S = 60.0
+# How long past its budget a sample may run before its worker is killed.
+KILL_GRACE_S = 0.25
+_job_ids = itertools.count()
+
+
+@dataclass
+class PoolJob:
+    """Samples that share one label, graded in order by one worker."""
+
+    label: str
+    options: GradeOptions
+    items: list[tuple[int, str, Future[Outcome]]]
+    budget_s: float
+    deadline: float  # time.monotonic() by which every result must exist
+    job_id: int = field(default_factory=lambda: next(_job_ids))
+
+
+def _settle(future: Future[Outcome], outcome: Outcome) -> None:
+    if not future.done():
+        with contextlib.suppress(Exception):  # cancelled meanwhile by the caller
+            future.set_result(outcome)
+
+
+class _Zygote:
+    """The fork server process (zygote.py) and the control socket to it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.control: socket.socket | None = None
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        paths = [os.path.abspath(p) for p in sys.path if p]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", _ZYGOTE_MODULE, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        theirs.close()
+        ours.settimeout(_ZYGOTE_START_S)
+        self.control = ours
+
+    def fork(self, memory_mb: int) -> tuple[int, Connection]:
+        """A new worker: (pid, connection to it). Restarts the zygote if it died."""
+        with self.lock:
+            for _ in range(2):
+                if self.control is None or self.process is None or self.process.poll() is not None:
+                    self.stop()
+                    self._start()
+                assert self.control is not None
+                try:
+                    self.control.sendall(REQUEST.pack(memory_mb))
+                    message, fds, _, _ = socket.recv_fds(self.control, REQUEST.size, 1)
+                except OSError:
+                    self.stop()
+                    continue
+                if len(message) == REQUEST.size and fds:
+                    (pid,) = REQUEST.unpack(message)
+                    return pid, Connection(fds[0])
+                for fd in fds:
+                    os.close(fd)
+                self.stop()
+            raise RuntimeError("the math worker fork server did not answer")
+
+    def stop(self) -> None:
+        control, process = self.control, self.process
+        self.control = self.process = None
+        if control is not None:
+            control.close()  # the zygote exits when its control socket closes
+        if process is not None:
+            try:
+                process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=2.0)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+class _Slot:
+    """One worker process and the thread that drives it."""
+
+    def __init__(self, pool: WorkerPool, number: int) -> None:
+        self.pool = pool
+        self.number = number
+        self.pid: int | None = None
+        self.conn: Connection | None = None
+        self.thread = threading.Thread(target=self._run, name=f"math-worker-{number}", daemon=True)
+
+    # -- process lifecycle ----------------------------------------------------------------
+    def is_alive(self) -> bool:
+        if self.pid is None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def ensure_started(self) -> Connection:
+        if self.conn is not None and self.is_alive():
+            return self.conn
+        self.stop_process()
+        self.pid, self.conn = self.pool.zygote.fork(self.pool.memory_mb)
+        self.pool.starts += 1
+        return self.conn
+
+    def stop_process(self) -> None:
+        pid, conn = self.pid, self.conn
+        self.pid = self.conn = None
+        if pid is not None:
+            _kill(pid)
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    # -- job loop --------------------------------------------------------------------------
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ensure_started()  # warm up before the first job arrives
+        while True:
+            job = self.pool.jobs.get()
+            if job is None:
+                break
+            try:
+                self._run_job(job)
+            except Exception as error:  # never let the dispatcher die
+                log.exception("math worker dispatcher failed")
+                for _, _, future in job.items:
+                    _settle(future, Outcome("error", f"worker pool error: {type(error).__name__}"))
+        self.stop_process()
+
+    def _run_job(self, job: PoolJob) -> None:
+        pending = deque(item for item in job.items if not item[2].done())
+        crashes = 0
+        while pending:
+            if self.pool.closed:
+                for _, _, future in pending:
+                    _settle(future, Outcome("error", "grader is shutting down"))
+                return
+            if time.monotonic() >= job.deadline:
+                for _, _, future in pending:
+                    _settle(future, Outcome("timeout", "deadline passed while queued"))
+                return
+            try:
+                conn = self.ensure_started()
+                conn.send(
+                    (
+                        job.job_id,
+                        job.label,
+                        job.options,
+                        [(i, r) for i, r, _ in pending],
+                        job.budget_s,
+                        job.deadline,
+                    )
+                )
+            except Exception as error:
+                self.stop_process()
+                crashes += 1
+                if crashes >= 3:
+                    for _, _, future in pending:
+                        _settle(future, Outcome("error", f"cannot start a math worker: {error}"))
+                    return
+                continue
+            started = time.monotonic()
+            while pending:
+                index, _, future = pending[0]
+                limit = min(started + job.budget_s, job.deadline) + KILL_GRACE_S
+                try:
+                    ready = conn.poll(max(0.0, limit - time.monotonic()))
+                    message = conn.recv() if ready else None
+                except (EOFError, OSError):
+                    # The worker died (OOM kill, crash, or its planned exit after a MemoryError).
+                    self.stop_process()
+                    crashes += 1
+                    if crashes >= 2:
+                        pending.popleft()
+                        _settle(future, Outcome("error", "math worker crashed on this sample"))
+                        crashes = 0
+                    break
+                if message is None:
+                    self.stop_process()
+                    self.pool.kills += 1
+                    pending.popleft()
+                    _settle(
+                        future, Outcome("timeout", f"no verdict within {limit - started:.2f}s; worker killed")
+                    )
+                    break
+                job_id, got_index, outcome = message
+                if job_id != job.job_id or got_index != index:
+                    continue  # a stale message from an earlier, abandoned job
+                pending.popleft()
+                crashes = 0
+                _settle(future, outcome)
+                started = time.monotonic()
+
+
+class WorkerPool:
+    """N worker processes fed from one queue; `submit` never blocks."""
+
+    def __init__(self, workers: int, memory_mb: int) -> None:
+        self.zygote = _Zygote()
+        self.memory_mb = memory_mb
+        self.jobs: queue.SimpleQueue[PoolJob | None] = queue.SimpleQueue()
+        self.closed = False
+        self.starts = 0
+        self.kills = 0
+        self.slots = [_Slot(self, n) for n in range(max(1, workers))]
+        for slot in self.slots:
+            slot.thread.start()
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+    def submit(self, jobs: Sequence[PoolJob]) -> None:
+        if self.closed:
+            raise RuntimeError("worker pool is closed")
+        for job in jobs:
+            self.jobs.put(job)
+
+    def alive(self) -> int:
+        """Workers whose process is running now (for health checks and tests)."""
+        return sum(1 for s in self.slots if s.is_alive())
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the dispatchers and kill the workers (blocking; call from a thread)."""
+        if self.closed:
+            return
+        self.closed = True
+        for _ in self.slots:
+            self.jobs.put(None)
+        end = time.monotonic() + timeout
+        for slot in self.slots:
+            slot.thread.join(max(0.0, end - time.monotonic()))
+        for slot in self.slots:
+            slot.stop_process()
+        with self.zygote.lock:
+            self.zygote.stop()

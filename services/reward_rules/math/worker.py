@@ -1,0 +1,93 @@
+"""The worker process: grades jobs sent over a pipe, one result message per sample.
+
+Imported by the forkserver before any worker exists (pool.py preloads it), so sympy and
+mpmath are already in memory when a worker, or its replacement after a kill, starts.
+
+Two deadlines guard every sample: a soft one here (SIGALRM, which is reliable because
+this is the main thread of a single-threaded process) turns a slow pure-Python
+computation into a TIMEOUT verdict and keeps the worker; the hard one in the parent
+kills the process when C code (a huge integer power) ignores the signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import resource
+import signal
+import time
+from multiprocessing.connection import Connection
+from types import FrameType
+
+# Preloaded so forked workers share these pages instead of importing them again.
+import mpmath  # type: ignore[import-untyped]  # noqa: F401
+import sympy  # type: ignore[import-untyped]  # noqa: F401
+
+from services.reward_rules.math.core import GradeOptions, Outcome, grade
+from services.reward_rules.math.protocol import Job
+
+__all__ = ["worker_main"]
+
+# The soft deadline fires this long before the parent's hard kill.
+SOFT_MARGIN_S = 0.15
+
+
+class _SoftTimeout(BaseException):
+    """Raised by SIGALRM; a BaseException so library `except Exception` cannot swallow it."""
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise _SoftTimeout
+
+
+def _limit_memory(memory_mb: int) -> None:
+    if memory_mb <= 0:
+        return
+    limit = memory_mb * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):
+        # Address space, not RSS: a runaway sympy/bignum computation hits MemoryError.
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _grade_one(label: str, response: str, options: GradeOptions, budget: float) -> tuple[Outcome, bool]:
+    """(outcome, worker must restart)."""
+    if budget <= 0:
+        return Outcome("timeout", "deadline passed before grading started"), False
+    signal.setitimer(signal.ITIMER_REAL, budget)
+    try:
+        return grade(label, response, options), False
+    except _SoftTimeout:
+        return Outcome("timeout", f"grading exceeded its {budget:.2f}s budget"), False
+    except MemoryError:
+        return Outcome("timeout", "grading exceeded the worker memory limit"), True
+    except RecursionError:
+        return Outcome("error", "answer nested too deeply to grade"), False
+    except Exception as error:  # a grader bug must not take the worker down
+        return Outcome("error", f"grader error: {type(error).__name__}: {str(error)[:120]}"), False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def worker_main(conn: Connection, memory_mb: int) -> None:
+    """Serve jobs until the pipe closes; exit after a MemoryError (its heap is suspect)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    _limit_memory(memory_mb)
+    gc.freeze()
+    while True:
+        try:
+            job: Job | None = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        job_id, label, options, items, budget, deadline = job
+        for index, response in items:
+            soft = min(budget, deadline - time.monotonic()) - SOFT_MARGIN_S
+            outcome, restart = _grade_one(label, response, options, soft)
+            try:
+                conn.send((job_id, index, outcome))
+            except (BrokenPipeError, OSError):
+                return
+            if restart:
+                return
