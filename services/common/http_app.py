@@ -12,10 +12,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.common.contract import GraderInfo, Result, ScoreRequest, ScoreResponse, Status
+from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
 from services.common.logs import new_request_id, request_id_var
-from services.common.openrlhf import PROMPT_MISMATCH_KEY, BodyError, to_response, to_samples
+from services.common.openrlhf import PROMPT_MISMATCH_KEY, BodyError, merge_results, to_response, to_samples
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -175,18 +175,10 @@ def build_http_app(
                 413,
             )
         usable = [item.sample for item in items if item.sample is not None]
-        scored = iter(await engine.score(usable) if usable else [])
-        results: list[Result] = []
-        for item in items:
-            if item.sample is None:
-                result = engine.finish_fallback(None, Status.INVALID_INPUT, item.problem)
-            else:
-                result = next(scored)
-            results.append(
-                result.model_copy(
-                    update={"logs": {**result.logs, PROMPT_MISMATCH_KEY: float(item.prompt_mismatch)}}
-                )
-            )
+        scored = await engine.score(usable) if usable else []
+        results = merge_results(
+            items, scored, lambda problem: engine.finish_fallback(None, Status.INVALID_INPUT, problem)
+        )
         return _json(to_response(results, [*engine.log_keys, PROMPT_MISMATCH_KEY]), info=engine.info)
 
     @app.get("/v1/info", response_model=GraderInfo)

@@ -9,7 +9,7 @@ object with a `query` list is rejected, by the caller, as a 400.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +109,20 @@ def to_samples(data: dict[str, Any], eos_markers: Sequence[str]) -> list[ParsedI
         sample = Sample(prompt=prompt, response=response, label=label, metadata={"finish_reason": finish})
         items.append(ParsedItem(sample, prompt_mismatch=not matched))
     return items
+
+
+def merge_results(
+    items: Sequence[ParsedItem], scored: Sequence[Result], unusable: Callable[[str], Result]
+) -> list[Result]:
+    """One result per item, in order: `scored` for usable items, `unusable(problem)` for the rest;
+    each with the prompt-mismatch flag."""
+    scored_iter = iter(scored)
+    results: list[Result] = []
+    for item in items:
+        result = next(scored_iter) if item.sample is not None else unusable(item.problem)
+        flag = {PROMPT_MISMATCH_KEY: float(item.prompt_mismatch)}
+        results.append(result.model_copy(update={"logs": {**result.logs, **flag}}))
+    return results
 
 
 def to_response(results: Sequence[Result], log_keys: Sequence[str]) -> dict[str, Any]:

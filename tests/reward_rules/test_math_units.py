@@ -39,6 +39,7 @@ def test_visible_text_drops_reasoning() -> None:
     [
         ("The answer is $\\frac{1}{2}$.", "\\frac{1}{2}", "answer_phrase"),
         ("blah\n#### 1,234", "1,234", "gsm8k"),
+        ("so the answer is #### 12", "12", "answer_phrase"),
         ("<answer>7</answer>", "7", "answer_tag"),
         ("we find 3 and then 4 so we are done 5", "5", "last_number"),
     ],

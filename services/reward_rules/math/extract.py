@@ -168,6 +168,7 @@ def _anchored(text: str) -> str | None:
     if last is None:
         return None
     answer = _after_anchor(text[last.end() :])
+    answer = re.sub(r"^#{2,}\s*", "", answer) if answer else answer  # "the answer is #### 12"
     return answer or None
 
 

@@ -1,0 +1,70 @@
+"""TRL GRPOTrainer reward functions backed by the Arbiter gateway.
+
+    from trainer.trl_reward import arbiter_reward
+    trainer = GRPOTrainer(..., reward_funcs=[arbiter_reward(label_column="answer")])
+
+One gateway call scores the whole batch. A sample the gateway could not grade (any
+status but OK) comes back as None, which TRL leaves out, instead of a fake zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from services.common.contract import Sample, Status
+from trainer.gateway import connection
+
+RewardFunc = Callable[..., list[float | None]]
+
+
+def _text(item: Any) -> str:
+    """Plain text of a TRL prompt/completion: a string, or conversational messages."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Sequence):
+        return "\n".join(str(m.get("content", "")) for m in item if isinstance(m, dict))
+    return str(item)
+
+
+def _label(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def arbiter_reward(label_column: str = "label", datasource_column: str = "datasource") -> RewardFunc:
+    """A TRL reward function reading the reference from `label_column` of the dataset."""
+
+    def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        labels = columns.get(label_column) or [None] * len(completions)
+        sources = columns.get(datasource_column) or [None] * len(completions)
+        samples = [
+            Sample(
+                prompt=_text(prompt),
+                response=_text(completion),
+                label=_label(label),
+                metadata={"datasource": str(source)} if source else {},
+            )
+            for prompt, completion, label, source in zip(prompts, completions, labels, sources, strict=True)
+        ]
+        results = connection().score(samples)
+        return [r.reward if r.status is Status.OK else None for r in results]
+
+    reward.__name__ = f"arbiter_{label_column}"  # TRL logs each reward function under its name
+    return reward
+
+
+def arbiter_reward_async(
+    label_column: str = "label", datasource_column: str = "datasource"
+) -> Callable[..., Any]:
+    """The same, as a coroutine function for TRL versions that await reward functions."""
+    sync = arbiter_reward(label_column, datasource_column)
+
+    async def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        return await asyncio.to_thread(sync, prompts, completions, **columns)
+
+    reward.__name__ = sync.__name__
+    return reward
