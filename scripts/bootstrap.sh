@@ -10,7 +10,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   exit 1
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-want="$(sha256sum pyproject.toml | cut -c1-16) ${extras}"
+want="$(cat pyproject.toml scripts/test-peers.txt | sha256sum | cut -c1-16) ${extras}"
 stamp=.venv/.arbiter-installed
 if [ -f "$stamp" ]; then
   have="$(cat "$stamp")"
@@ -31,4 +31,7 @@ if [ -n "$extras" ]; then
 else
   .venv/bin/python -m pip install --quiet -e .
 fi
+case ",$extras," in
+  *,dev,*) grep -v '^#' scripts/test-peers.txt | xargs .venv/bin/python -m pip install --quiet --no-deps ;;
+esac
 echo "$want" > "$stamp"
