@@ -119,6 +119,25 @@ def score(
 
 
 @app.command()
+def check(
+    url: Annotated[
+        str, typer.Argument(help="http://HOST:PORT/get_reward, http://HOST:PORT, or grpc://HOST:PORT")
+    ],
+    prompt: Annotated[str, typer.Option(help="probe prompt")] = "What is 6*7?",
+    response: Annotated[str, typer.Option(help="probe response")] = "<think>6*7=42</think> \\boxed{42}",
+    label: Annotated[str, typer.Option(help="probe label")] = "42",
+    timeout: Annotated[float, typer.Option(help="seconds")] = 60.0,
+) -> None:
+    """Send one probe sample the way the trainer will; print the verdict, latency and extra_logs."""
+    from services.probe import probe
+
+    report = _run(probe(url, prompt, response, label, timeout))
+    report.print(err)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
 def graders() -> None:
     """List the services and graders this install has."""
     for name in catalog.SERVICES:

@@ -82,6 +82,8 @@ def test_serve_all_prints_addresses_answers_and_stops_on_sigint(tmp_path: Path) 
         **os.environ,
         "ARBITER_REWARD_RULES__HTTP_PORT": str(http_port),
         "ARBITER_REWARD_RULES__GRPC_PORT": str(grpc_port),
+        "ARBITER_GATEWAY__HTTP_PORT": str(free_port()),
+        "ARBITER_GATEWAY__GRPC_PORT": str(free_port()),
     }
     proc = subprocess.Popen([*ARBITER, "serve"], env=env, stderr=subprocess.PIPE, text=True)
     try:
@@ -113,7 +115,7 @@ def test_serve_reports_a_busy_port_and_unknown_services() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = run("serve", env={"ARBITER_REWARD_RULES__HTTP_PORT": str(port)}, timeout=60)
+        done = run("serve", "reward_rules", env={"ARBITER_REWARD_RULES__HTTP_PORT": str(port)}, timeout=60)
     assert done.returncode == 1 and "cannot start" in done.stderr
 
 
@@ -122,3 +124,35 @@ def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     config.write_text("reward_rules:\n  http_port: -5\n")
     done = run("serve", "--config", str(config))
     assert done.returncode == 2 and "http_port" in done.stderr
+
+
+def test_check_probes_a_running_service() -> None:
+    http_port, grpc_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "ARBITER_REWARD_RULES__HTTP_PORT": str(http_port),
+        "ARBITER_REWARD_RULES__GRPC_PORT": str(grpc_port),
+    }
+    proc = subprocess.Popen([*ARBITER, "serve", "reward_rules"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{http_port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        done = run(
+            "check",
+            f"http://127.0.0.1:{http_port}/get_reward",
+            "--label",
+            '{"grader": "math", "answer": "42"}',
+        )
+        assert done.returncode == 0, done.stderr
+        assert "OK" in done.stderr and "reward 1" in done.stderr and "math/boxed" in done.stderr
+        wrong = run("check", f"grpc://127.0.0.1:{grpc_port}", "--label", '{"grader": "nope"}')
+        assert wrong.returncode == 1 and "INVALID_INPUT" in wrong.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    down = run("check", f"http://127.0.0.1:{free_port()}")
+    assert down.returncode == 1 and "FAILED" in down.stderr
