@@ -64,9 +64,21 @@ class InProcessBackend:
 class _Replica:
     def __init__(self, target: str) -> None:
         self.target = target
-        self.client = ArbiterClient(grpc_target=target, retries=0)
+        self._client: ArbiterClient | None = None
         self.failures = 0
         self.ejected_until = 0.0
+
+    @property
+    def client(self) -> ArbiterClient:
+        # Made on first use: a grpc.aio channel belongs to the event loop it was made in,
+        # and the gateway is built before `arbiter serve` starts its loop.
+        if self._client is None:
+            self._client = ArbiterClient(grpc_target=self.target, retries=0)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
 
     @property
     def available(self) -> bool:
@@ -155,4 +167,4 @@ class RemoteBackend:
             self._health_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._health_task
-        await asyncio.gather(*(r.client.aclose() for r in self.replicas))
+        await asyncio.gather(*(r.aclose() for r in self.replicas))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -251,3 +257,45 @@ async def test_stats_window_and_warnings(gateway: GraderServer) -> None:
     kinds = {w["kind"] for w in stats["warnings"]}
     assert "length_hacking" in kinds and "collapse" in kinds
     assert "reward_saturation" not in kinds
+
+
+def test_gateway_process_with_remote_replicas(tmp_path: Path) -> None:
+    """`python -m services.gateway` built before its event loop starts, reaching a remote service."""
+    rules_http, rules_grpc, gateway_http = free_port(), free_port(), free_port()
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "gateway:\n"
+        f"  services: {{reward_rules: {{replicas: ['127.0.0.1:{rules_grpc}']}}}}\n"
+        "  recipes: {default: {components: {fmt: {grader: format}}}}\n"
+    )
+    env = {
+        **os.environ,
+        "ARBITER_CONFIG": str(config),
+        "ARBITER_REWARD_RULES__HTTP_PORT": str(rules_http),
+        "ARBITER_REWARD_RULES__GRPC_PORT": str(rules_grpc),
+        "ARBITER_GATEWAY__HTTP_PORT": str(gateway_http),
+        "ARBITER_GATEWAY__GRPC_PORT": "-1",
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", f"services.{name}"], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for name in ("reward_rules", "gateway")
+    ]
+    try:
+        url = f"http://127.0.0.1:{gateway_http}"
+        for _ in range(300):
+            assert all(p.poll() is None for p in procs), [p.stderr.read() for p in procs if p.stderr]
+            try:
+                reply = httpx.post(f"{url}/get_reward", json={"query": ["<think>a</think> b"]}, timeout=5)
+                if reply.status_code == 200 and reply.json()["extra_logs"]["status/ok"] == [1.0]:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        assert reply.json()["rewards"] == [1.0] and reply.json()["extra_logs"]["component/fmt/ok"] == [1.0]
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            assert proc.wait(timeout=30) == 0
