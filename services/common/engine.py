@@ -8,6 +8,7 @@ and a `status/<name>` flag, never an exception or a silent zero.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import math
 import time
@@ -98,7 +99,14 @@ class ScoringEngine:
 
     # -- the pipeline -------------------------------------------------------------------
 
-    async def score(self, samples: Sequence[Sample], timeout_s: float | None = None) -> list[Result]:
+    async def score(
+        self, samples: Sequence[Sample], timeout_s: float | None = None, emergence: bool = True
+    ) -> list[Result]:
+        """One finite result per sample, in order, within the deadline.
+
+        `emergence=False` skips the per-response statistics, for a caller in this process that
+        composes the results and computes its own (the gateway).
+        """
         started = time.monotonic()
         budget = min(timeout_s, self.server.deadline_s) if timeout_s else self.server.deadline_s
         deadline = started + budget
@@ -107,11 +115,14 @@ class ScoringEngine:
         hits = await self.cache.get_many(keys)
         results: list[Result | None] = list(hits)
         pending: dict[int, asyncio.Future[Result]] = {}
+        hit_count = sum(1 for hit in hits if hit is not None)
+        if hit_count:
+            self.metrics.cache.labels("hit").inc(hit_count)
+        if hit_count < len(hits):
+            self.metrics.cache.labels("miss").inc(len(hits) - hit_count)
         for index, (key, hit) in enumerate(zip(keys, hits, strict=True)):
             if hit is not None:
-                self.metrics.cache.labels("hit").inc()
                 continue
-            self.metrics.cache.labels("miss").inc()
             future = self._inflight.get(key)
             if future is None:
                 try:
@@ -140,11 +151,12 @@ class ScoringEngine:
                 sample,
                 result if result is not None else self.fallback(Status.GRADER_ERROR, "no result"),
                 cached=hit is not None,
+                emergence=emergence,
             )
             for sample, result, hit in zip(samples, results, hits, strict=True)
         ]
-        for result in final:
-            self.metrics.samples.labels(result.status.value).inc()
+        for status, count in collections.Counter(r.status.value for r in final).items():
+            self.metrics.samples.labels(status).inc(count)
         for observe in self.observers:
             try:
                 observe(samples, final)
@@ -196,10 +208,10 @@ class ScoringEngine:
             return self.fallback(Status.OVERLOADED, str(exc))
         return self.fallback(Status.GRADER_ERROR, _describe(exc))
 
-    def _finish(self, sample: Sample | None, result: Result, cached: bool) -> Result:
+    def _finish(self, sample: Sample | None, result: Result, cached: bool, emergence: bool = True) -> Result:
         """Attach the logs every sample carries: grader keys, emergence, status flags."""
         logs = dict.fromkeys(self.log_keys, 0.0)
-        if sample is not None:
+        if sample is not None and emergence:
             logs.update(self.emergence.compute(sample.response, sample.metadata.get("finish_reason")))
         logs.update({k: v for k, v in result.logs.items() if math.isfinite(v)})
         logs[STATUS_KEYS[result.status]] = 1.0

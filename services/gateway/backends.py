@@ -54,7 +54,7 @@ class InProcessBackend:
         return self.engine.info
 
     async def score(self, samples: Sequence[Sample], timeout_s: float) -> list[Result]:
-        return await self.engine.score(samples, timeout_s)
+        return await self.engine.score(samples, timeout_s, emergence=False)  # the gateway computes its own
 
     async def aclose(self) -> None:
         if self._owned:
