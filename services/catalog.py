@@ -42,6 +42,19 @@ def _reward_rules() -> ServiceSpec:
     )
 
 
+def _judge_proxy() -> ServiceSpec:
+    from services.judge_proxy import service as judge
+
+    return ServiceSpec(
+        name="judge_proxy",
+        summary="LLM judge over OpenAI-compatible upstreams (helpfulness, correctness, pairwise, yours)",
+        grader_names=judge.GRADERS,
+        server_settings=lambda s: s.judge_proxy,
+        build=lambda s: judge.build_grader(s.judge_proxy),
+        build_one=lambda s, name: judge.build_one(s.judge_proxy, name),
+    )
+
+
 def _gateway() -> ServiceSpec:
     def build(settings: ArbiterSettings) -> Grader:
         return build_gateway_grader(settings, peers={})
@@ -57,7 +70,11 @@ def _gateway() -> ServiceSpec:
     )
 
 
-SERVICES: dict[str, Callable[[], ServiceSpec]] = {"reward_rules": _reward_rules, "gateway": _gateway}
+SERVICES: dict[str, Callable[[], ServiceSpec]] = {
+    "reward_rules": _reward_rules,
+    "judge_proxy": _judge_proxy,
+    "gateway": _gateway,
+}
 
 
 def service(name: str) -> ServiceSpec:

@@ -12,12 +12,14 @@ from pydantic import Field
 
 from services.common.settings import KitSettings, load_settings
 from services.gateway.settings import GatewayServiceSettings
+from services.judge_proxy.settings import JudgeServiceSettings
 from services.reward_rules.settings import RulesServiceSettings
 
 
 class ArbiterSettings(KitSettings):
     gateway: GatewayServiceSettings = Field(default_factory=GatewayServiceSettings)
     reward_rules: RulesServiceSettings = Field(default_factory=RulesServiceSettings)
+    judge_proxy: JudgeServiceSettings = Field(default_factory=JudgeServiceSettings)
 
 
 def load(config_file: str | Path | None = None) -> ArbiterSettings:

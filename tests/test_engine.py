@@ -104,3 +104,38 @@ async def test_every_result_carries_every_log_key() -> None:
     for result in results:
         assert set(engine.log_keys) <= set(result.logs)
     assert results[1].logs["scripted/len"] == 0.0  # a failed sample still has the grader's keys
+
+
+async def test_a_nondeterministic_grader_is_never_cached_or_shared() -> None:
+    from services.common.contract import GraderInfo
+
+    class Sampled(ScriptedGrader):
+        @property
+        def info(self) -> GraderInfo:
+            return GraderInfo(name="sampled", version="1", config_hash="t", capabilities=["nondeterministic"])
+
+    grader = Sampled(batch_delay_s=0.05)
+    engine = await make_engine(grader)
+    same = Sample(response="same")
+    await asyncio.gather(*(engine.score([same]) for _ in range(5)))
+    await asyncio.sleep(0.05)
+    again = await engine.score([same])
+    await engine.stop()
+    assert sum(grader.batches) == 6 and again[0].logs["cache/hit"] == 0.0
+
+
+async def test_a_graders_own_metrics_are_served_with_the_kits() -> None:
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    class Measured(ScriptedGrader):
+        def __init__(self) -> None:
+            super().__init__()
+            self.metrics_registry = CollectorRegistry()
+            self.calls = Counter("scripted_upstream_calls", "calls", registry=self.metrics_registry)
+
+    grader = Measured()
+    grader.calls.inc(3)
+    engine = await make_engine(grader)
+    await engine.stop()
+    text = generate_latest(engine.metrics.registry).decode()
+    assert "scripted_upstream_calls_total 3.0" in text and "arbiter_samples_total" in text

@@ -24,8 +24,8 @@ from services.common.batcher import (
 from services.common.cache import Cache, NullCache, cache_key
 from services.common.contract import RESERVED_LOG_KEYS, GraderInfo, Result, Sample, Status
 from services.common.emergence import EmergenceStats
-from services.common.grader import Grader, Startable
-from services.common.metrics import KitMetrics
+from services.common.grader import NONDETERMINISTIC, Grader, HasMetrics, Startable
+from services.common.metrics import KitMetrics, RegistryForwarder
 from services.common.settings import EmergenceSettings, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ class ScoringEngine:
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self.log_keys = self._all_log_keys()
+        if isinstance(grader, HasMetrics):
+            self.metrics.registry.register(RegistryForwarder(grader.metrics_registry))
         self._ready = False
         self._info_source: GraderInfo | None = None
         self._info_cache = self.grader.info
@@ -111,8 +113,11 @@ class ScoringEngine:
         budget = min(timeout_s, self.server.deadline_s) if timeout_s else self.server.deadline_s
         deadline = started + budget
         info = self.info
+        # A sampled grader (an LLM judge at temperature > 0) gets a fresh draw for every sample:
+        # no cache, no sharing between identical samples in flight.
+        shared = NONDETERMINISTIC not in info.capabilities
         keys = [cache_key(info, sample) for sample in samples]
-        hits = await self.cache.get_many(keys)
+        hits = await self.cache.get_many(keys) if shared else [None] * len(samples)
         results: list[Result | None] = list(hits)
         pending: dict[int, asyncio.Future[Result]] = {}
         hit_count = sum(1 for hit in hits if hit is not None)
@@ -123,7 +128,7 @@ class ScoringEngine:
         for index, (key, hit) in enumerate(zip(keys, hits, strict=True)):
             if hit is not None:
                 continue
-            future = self._inflight.get(key)
+            future = self._inflight.get(key) if shared else None
             if future is None:
                 try:
                     future = self.batcher.submit(samples[index], deadline)
@@ -133,8 +138,9 @@ class ScoringEngine:
                 except BatcherClosedError as exc:
                     results[index] = self.fallback(Status.OVERLOADED, str(exc))
                     continue
-                self._inflight[key] = future
-                future.add_done_callback(self._forget(key))
+                if shared:
+                    self._inflight[key] = future
+                future.add_done_callback(self._forget(key if shared else None))
             pending[index] = future
         if pending:
             await asyncio.wait(set(pending.values()), timeout=max(0.0, deadline - time.monotonic()))
@@ -144,7 +150,7 @@ class ScoringEngine:
             results[index] = result
             if result.status is Status.OK:
                 fresh.append((keys[index], result))
-        if fresh:
+        if fresh and shared:
             self._in_background(self.cache.set_many(fresh))
         final = [
             self._finish(
@@ -222,9 +228,10 @@ class ScoringEngine:
             )
         return result.model_copy(update={"logs": logs})
 
-    def _forget(self, key: str) -> Callable[[asyncio.Future[Result]], None]:
+    def _forget(self, key: str | None) -> Callable[[asyncio.Future[Result]], None]:
         def done(future: asyncio.Future[Result]) -> None:
-            self._inflight.pop(key, None)
+            if key is not None:
+                self._inflight.pop(key, None)
             if not future.cancelled():
                 future.exception()  # retrieved: no "never retrieved" noise for abandoned work
 

@@ -10,9 +10,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from services.common.contract import GraderInfo, Result, Sample
+from services.common.contract import GraderInfo, Result, Sample, Status
 
 
 @runtime_checkable
@@ -36,6 +37,17 @@ class Grader(Protocol):
     async def aclose(self) -> None: ...
 
 
+NONDETERMINISTIC = "nondeterministic"  # a capability: identical samples may get different results
+
+
+@runtime_checkable
+class HasMetrics(Protocol):
+    """Optional: a grader with Prometheus metrics of its own, served at the kit's /metrics."""
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry: ...
+
+
 @runtime_checkable
 class Startable(Protocol):
     """Optional: a grader with start-up work (discovery, pools) the kit awaits before serving."""
@@ -48,3 +60,34 @@ def config_hash(config: BaseModel | dict[str, Any]) -> str:
     data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class GraderUnavailableError(RuntimeError):
+    """A grader cannot run on this machine (e.g. no sandbox); the message says what to install."""
+
+
+class UnavailableGrader:
+    """Stands in for a grader that could not be built, so its service still serves the others.
+
+    Every sample routed to it gets GRADER_ERROR with the reason (and so the fallback reward
+    and a `status/grader_error` flag): visible on each sample, never a silent zero.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.reason = reason
+        self._info = GraderInfo(name=name, version="unavailable", config_hash="unavailable")
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return ()
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        detail = f"{self._info.name} grader unavailable: {self.reason}"
+        return [Result(reward=0.0, score=0.0, status=Status.GRADER_ERROR, detail=detail) for _ in samples]
+
+    async def aclose(self) -> None:
+        return None

@@ -6,7 +6,11 @@ process under `arbiter serve` and lets tests read exact values.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -42,3 +46,13 @@ class KitMetrics:
         )
         self.queue_depth = Gauge("arbiter_queue_depth", "Samples waiting for a batch", registry=r)
         self.inflight = Gauge("arbiter_inflight_requests", "Requests being served", registry=r)
+
+
+class RegistryForwarder(Collector):
+    """Serves another registry's metrics (a grader's own) through the kit's /metrics."""
+
+    def __init__(self, source: CollectorRegistry) -> None:
+        self.source = source
+
+    def collect(self) -> Iterable[Metric]:
+        return self.source.collect()

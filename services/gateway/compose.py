@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from services.common.contract import Result, Status
-from services.gateway.formula import Formula, FormulaError
+from services.common.formula import Formula, FormulaError
 from services.gateway.settings import RecipeSpec
 
 DEGRADED_KEY = "gateway/degraded"

@@ -26,8 +26,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from services.common.formula import Formula
 from services.common.settings import ServerSettings
-from services.gateway.formula import Formula
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

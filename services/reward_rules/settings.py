@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from services.common.settings import ServerSettings
+from services.reward_rules.code import CodeConfig
 from services.reward_rules.format_rules import FormatRulesSettings
 from services.reward_rules.math.grader import MathConfig
 
@@ -15,3 +16,4 @@ class RulesServiceSettings(ServerSettings):
     default_grader: str = Field(default="format", description="grader for labels that do not name one")
     format: FormatRulesSettings = Field(default_factory=FormatRulesSettings)
     math: MathConfig = Field(default_factory=MathConfig)
+    code: CodeConfig = Field(default_factory=CodeConfig)

@@ -34,6 +34,7 @@ def load_agent_module() -> types.ModuleType:
             module = types.ModuleType(name)
             module.__path__ = [path]
             module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            module.__spec__.submodule_search_locations = [path]
             sys.modules[name] = module
     return importlib.import_module("openrlhf.utils.agent")
 

@@ -1,8 +1,8 @@
-"""Reward formulas such as `0.9*math + 0.1*format - length_penalty`, evaluated safely.
+"""Formulas such as `0.9*math + 0.1*format - length_penalty`, evaluated safely.
 
-The text is parsed once with `ast` and compiled into closures over a whitelist of
-nodes (numbers, component names, + - * /, unary minus, min/max/abs/clip), so a config
-file can never run code.
+The gateway's reward recipes and the judge's `multi` rubrics both use them. The text is
+parsed once with `ast` and compiled into closures over a whitelist of nodes (numbers,
+names, + - * /, unary minus, min/max/abs/clip), so a config file can never run code.
 """
 
 from __future__ import annotations
@@ -38,8 +38,14 @@ class FormulaError(ValueError):
     pass
 
 
+MAX_LENGTH = 1000
+
+
 class Formula:
-    def __init__(self, text: str, names: set[str]) -> None:
+    def __init__(self, text: str, names: set[str] | None = None) -> None:
+        """`names`: the names the formula may use (None: any, checked when evaluated)."""
+        if len(text) > MAX_LENGTH:
+            raise FormulaError(f"formula longer than {MAX_LENGTH} characters")
         self.text = text
         try:
             tree = ast.parse(text, mode="eval")
@@ -53,7 +59,9 @@ class Formula:
         try:
             result = self._evaluate(values)
         except ZeroDivisionError as exc:
-            raise FormulaError(f"formula {self.text!r} divided by zero") from exc
+            raise FormulaError(f"formula {self.text!r}: division by zero") from exc
+        except KeyError as exc:
+            raise FormulaError(f"formula {self.text!r}: no value for {exc.args[0]!r}") from exc
         if not math.isfinite(result):
             raise FormulaError(f"formula {self.text!r} gave {result}")
         return float(result)
@@ -68,7 +76,7 @@ class Formula:
             return lambda _: constant
         if isinstance(node, ast.Name):
             name = node.id
-            if name not in self._allowed:
+            if self._allowed is not None and name not in self._allowed:
                 raise FormulaError(
                     f"formula {self.text!r} uses {name!r}, which is not one of {sorted(self._allowed)}"
                 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.formula import Formula, FormulaError
+from services.common.formula import Formula, FormulaError
 
 
 def test_arithmetic_and_functions() -> None:
@@ -37,8 +37,17 @@ def test_anything_else_is_refused_when_loaded(text: str, needle: str) -> None:
     assert needle in str(caught.value)
 
 
+def test_names_can_be_left_open() -> None:
+    formula = Formula("a + b")
+    assert formula.names == {"a", "b"} and formula({"a": 1.0, "b": 2.0}) == 3.0
+    with pytest.raises(FormulaError, match="no value for 'b'"):
+        formula({"a": 1.0})
+    with pytest.raises(FormulaError, match="longer than"):
+        Formula("a+" * 600 + "a")
+
+
 def test_runtime_problems_are_errors_not_values() -> None:
-    with pytest.raises(FormulaError, match="divided by zero"):
+    with pytest.raises(FormulaError, match="division by zero"):
         Formula("a / b", {"a", "b"})({"a": 1.0, "b": 0.0})
     with pytest.raises(FormulaError, match="gave"):
         Formula("a * b", {"a", "b"})({"a": 1e308, "b": 1e308})

@@ -1,0 +1,1 @@
+"""judge_proxy: rewards from LLM judges behind OpenAI-compatible chat endpoints."""

@@ -1,0 +1,314 @@
+"""Evaluating one rubric on one sample: render, ask (through cache and pool), read, combine.
+
+Every way to fail ends in `JudgeFailure` with a status and a detail a person can act on;
+nothing here turns a failure into a number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from services.common.contract import Status
+from services.common.formula import Formula, FormulaError
+from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
+from services.judge_proxy.metrics import JudgeMetrics
+from services.judge_proxy.parsing import (
+    PARSER_VERSION,
+    Found,
+    ParseError,
+    expected_value,
+    looks_like_refusal,
+    number_in,
+    parse_label,
+    parse_score,
+)
+from services.judge_proxy.rubrics import (
+    LabelModelRubric,
+    MultiRubric,
+    Rubric,
+    ScoreModelRubric,
+    StringCheckRubric,
+)
+from services.judge_proxy.settings import RetrySettings, SamplingSettings
+from services.judge_proxy.templating import TemplateError, render
+from services.judge_proxy.upstream import MIN_ATTEMPT_S, ChatRequest, Completion, UpstreamError, UpstreamPool
+
+
+class JudgeFailure(Exception):
+    """A sample gets no verdict: `flag` names the judge log that marks why."""
+
+    def __init__(self, status: Status, detail: str, flag: str = "") -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.flag = flag
+
+
+@dataclass(slots=True)
+class Tally:
+    """What grading one sample cost: logged per sample."""
+
+    calls: int = 0  # verdicts needed
+    fresh: int = 0  # of them, asked upstream (not cache, not coalesced)
+    attempts: int = 0  # HTTP attempts, parse re-asks included
+    cache_hits: int = 0
+    weighted: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, completion: Completion) -> None:
+        self.attempts += completion.attempts
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.cost_usd += completion.cost_usd
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    reward: float  # on the rubric's output scale
+    raw: float  # the judge's own number (score on its range, label value, formula value)
+    passed: bool | None
+
+
+def _schema(rubric: ScoreModelRubric | LabelModelRubric) -> dict[str, Any]:
+    if isinstance(rubric, ScoreModelRubric):
+        verdict: dict[str, Any] = {"score": {"type": "number"}}
+    else:
+        verdict = {"label": {"type": "string", "enum": list(rubric.labels)}}
+    name = next(iter(verdict))
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "verdict",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"explanation": {"type": "string"}, **verdict},
+                "required": ["explanation", name],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+class RubricEvaluator:
+    def __init__(
+        self,
+        pool: UpstreamPool,
+        cache: JudgeCache,
+        sampling: SamplingSettings,
+        retry: RetrySettings,
+        cache_nondeterministic: bool,
+        metrics: JudgeMetrics,
+    ) -> None:
+        self.pool = pool
+        self.cache = cache
+        self.sampling = sampling
+        self.retry = retry
+        self.cache_nondeterministic = cache_nondeterministic
+        self.metrics = metrics
+        self._formulas: dict[str, Formula] = {}
+
+    async def evaluate(
+        self, rubric: Rubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
+    ) -> Outcome:
+        if isinstance(rubric, StringCheckRubric):
+            return self._string_check(rubric, context)
+        if isinstance(rubric, MultiRubric):
+            return await self._multi(rubric, context, deadline, tally, name)
+        if isinstance(rubric, ScoreModelRubric):
+            return await self._score_model(rubric, context, deadline, tally, name)
+        return await self._label_model(rubric, context, deadline, tally, name)
+
+    # -- rubric types -------------------------------------------------------------------
+
+    def _string_check(self, rubric: StringCheckRubric, context: Mapping[str, Any]) -> Outcome:
+        given, reference = _render(rubric.input, context), _render(rubric.reference, context)
+        if rubric.operation == "eq":
+            ok = given == reference
+        elif rubric.operation == "ne":
+            ok = given != reference
+        elif rubric.operation == "like":
+            ok = reference in given
+        else:
+            ok = reference.casefold() in given.casefold()
+        return Outcome(reward=float(ok), raw=float(ok), passed=ok)
+
+    async def _multi(
+        self, rubric: MultiRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
+    ) -> Outcome:
+        names = list(rubric.graders)
+        # Every sub-grader runs to its end (bounded by the deadline) so the ones that succeed are
+        # cached even when another fails: a retry of the sample re-asks only the failed calls.
+        outcomes = await asyncio.gather(
+            *(self.evaluate(rubric.graders[n], context, deadline, tally, f"{name}.{n}") for n in names),
+            return_exceptions=True,
+        )
+        values: dict[str, float] = {}
+        for sub, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, JudgeFailure):
+                raise JudgeFailure(outcome.status, f"{sub}: {outcome.detail}", outcome.flag)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            values[sub] = outcome.reward
+        formula = self._formulas.get(rubric.formula)
+        if formula is None:
+            formula = self._formulas.setdefault(rubric.formula, Formula(rubric.formula, set(names)))
+        try:
+            value = formula(values)
+        except FormulaError as exc:
+            raise JudgeFailure(Status.GRADER_ERROR, str(exc)) from exc
+        passed = value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
+        return Outcome(reward=value, raw=value, passed=passed)
+
+    async def _score_model(
+        self, rubric: ScoreModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
+    ) -> Outcome:
+        low, high = rubric.range
+
+        def read(completion: Completion) -> Verdict:
+            found = parse_score(completion.text, low, high)
+            return self._weighted(rubric, completion, found, number_in(low, high))
+
+        spec = ("score_model", low, high, rubric.logprobs, PARSER_VERSION)
+        verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        passed = verdict.value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
+        return Outcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
+
+    async def _label_model(
+        self, rubric: LabelModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
+    ) -> Outcome:
+        by_fold = {label.casefold(): label for label in rubric.labels}
+
+        def value_of(token: str) -> float | None:
+            label = by_fold.get(token.casefold())
+            return rubric.value_of(label) if label is not None else None
+
+        def read(completion: Completion) -> Verdict:
+            found = parse_label(completion.text, rubric.labels)
+            label = rubric.labels[int(found.value)]
+            chosen = Found(value=rubric.value_of(label), text=label, start=found.start)
+            verdict = self._weighted(rubric, completion, chosen, value_of)
+            return Verdict(value=verdict.value, text=label, weighted=verdict.weighted)
+
+        spec = (
+            "label_model",
+            rubric.labels,
+            rubric.passing_labels,
+            sorted(rubric.label_values.items()),
+            rubric.logprobs,
+            PARSER_VERSION,
+        )
+        verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        return Outcome(reward=verdict.value, raw=verdict.value, passed=verdict.text in rubric.passing_labels)
+
+    # -- asking the judge ---------------------------------------------------------------
+
+    @staticmethod
+    def _weighted(
+        rubric: ScoreModelRubric | LabelModelRubric,
+        completion: Completion,
+        found: Found,
+        value_of: Callable[[str], float | None],
+    ) -> Verdict:
+        if rubric.logprobs and completion.logprobs:
+            expected = expected_value(completion.logprobs, completion.text, found, value_of)
+            if expected is not None:
+                return Verdict(value=expected, text=found.text, weighted=True)
+        return Verdict(value=found.value, text=found.text, weighted=False)
+
+    def request(self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any]) -> ChatRequest:
+        overrides = rubric.sampling.model_dump(exclude_none=True)
+        sampling = self.sampling.model_copy(update=overrides)
+        params: dict[str, Any] = {
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.seed is not None:
+            params["seed"] = sampling.seed
+        if rubric.logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = sampling.top_logprobs
+        if rubric.structured_output:
+            params["response_format"] = _schema(rubric)
+        messages = tuple((m.role, _render(m.content, context)) for m in rubric.messages)
+        return ChatRequest(messages=messages, params=tuple(sorted(params.items())))
+
+    def deterministic(self, request: ChatRequest) -> bool:
+        params = dict(request.params)
+        return params.get("temperature") == 0 or params.get("seed") is not None
+
+    async def _ask(
+        self,
+        rubric: ScoreModelRubric | LabelModelRubric,
+        context: Mapping[str, Any],
+        spec: tuple[Any, ...],
+        read: Callable[[Completion], Verdict],
+        deadline: float,
+        tally: Tally,
+        name: str,
+    ) -> Verdict:
+        request = self.request(rubric, context)
+        primary = self.pool.primary_model
+        cacheable = self.cache_nondeterministic or self.deterministic(request)
+        key = request_key(primary, request, spec) if cacheable and primary else None
+
+        async def produce() -> tuple[Verdict, bool]:
+            tally.fresh += 1
+            failure: JudgeFailure | None = None
+            for _ in range(self.retry.parse_retries + 1):
+                try:
+                    completion = await self.pool.complete(request, deadline, rubric.logprobs)
+                except UpstreamError as exc:
+                    tally.attempts += exc.attempts
+                    status = Status.TIMEOUT if exc.timed_out else Status.UPSTREAM_ERROR
+                    raise JudgeFailure(status, exc.detail, "upstream_error") from exc
+                tally.add(completion)
+                try:
+                    return read(completion), completion.model == primary
+                except ParseError as exc:
+                    failure = self._unreadable(completion, exc, name)
+                if deadline - time.monotonic() < MIN_ATTEMPT_S:
+                    break  # no time for a re-ask
+            if failure is None:
+                raise JudgeFailure(Status.GRADER_ERROR, "no verdict", "parse_failed")
+            raise failure
+
+        try:
+            verdict, source = await self.cache.call(key, deadline, produce)
+        except UpstreamError as exc:  # timed out waiting on an identical call in flight
+            raise JudgeFailure(Status.TIMEOUT, exc.detail, "upstream_error") from exc
+        tally.calls += 1
+        tally.weighted += int(verdict.weighted)
+        if source != "upstream":
+            tally.cache_hits += 1
+        return verdict
+
+    def _unreadable(self, completion: Completion, exc: ParseError, name: str) -> JudgeFailure:
+        if looks_like_refusal(completion.text, completion.finish_reason, completion.refusal):
+            self.metrics.verdict_failures.labels(name, "refusal").inc()
+            said = completion.refusal or completion.text
+            excerpt = " ".join(said.split())[:160]
+            return JudgeFailure(
+                Status.GRADER_ERROR,
+                f"the judge refused ({completion.upstream}, finish_reason={completion.finish_reason}): "
+                f"{excerpt!r}",
+                "refused",
+            )
+        self.metrics.verdict_failures.labels(name, "parse").inc()
+        return JudgeFailure(
+            Status.GRADER_ERROR, f"unreadable verdict from {completion.upstream}: {exc}", "parse_failed"
+        )
+
+
+def _render(template: str, context: Mapping[str, Any]) -> str:
+    try:
+        return render(template, context)
+    except TemplateError as exc:
+        raise JudgeFailure(Status.INVALID_INPUT, f"{exc}; set it in the label JSON or metadata") from exc

@@ -1,0 +1,206 @@
+"""`JudgeGrader` (grader name "judge"): one rubric per sample, verdicts from LLM judges.
+
+Which rubric, and what it sees:
+- label JSON `{"grader": "judge", "rubric": "correctness", "reference": "42"}`: the rubric by
+  name; every other field is available as `{{item.<field>}}`;
+- a plain-string label: the default rubric, with the label as `{{item.reference}}`;
+- metadata (from /v1/score) fills `{{item.*}}` fields the label does not set, and may name
+  `rubric` too;
+- `{{item.prompt}}` is the sample's prompt, `{{sample.output_text}}` its response (EOS text
+  stripped); `{{item.label}}` is the raw label.
+Pairwise rubrics compare the response with `{{item.baseline}}` (label field `baseline`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.emergence import strip_eos
+from services.common.grader import config_hash
+from services.common.settings import DEFAULT_EOS_MARKERS
+from services.judge_proxy.evaluate import JudgeFailure, Outcome, RubricEvaluator, Tally
+from services.judge_proxy.judge_cache import JudgeCache
+from services.judge_proxy.length_bias import LengthCorrelation
+from services.judge_proxy.metrics import JudgeMetrics
+from services.judge_proxy.parsing import PARSER_VERSION
+from services.judge_proxy.rubrics import Rubric
+from services.judge_proxy.settings import JudgeServiceSettings
+from services.judge_proxy.upstream import UpstreamPool
+
+NAME = "judge"
+VERSION = "0.1.0"
+
+LOG_KEYS = (
+    "judge/score",  # the judge's own number: score on the rubric's range, label value, formula value
+    "judge/passed",
+    "judge/calls",  # verdicts this sample needed (2 for pairwise)
+    "judge/attempts",  # HTTP attempts made for it
+    "judge/retries",  # attempts beyond one per fresh verdict (HTTP retries, fallbacks, re-asks)
+    "judge/cache_hits",  # verdicts from the judge cache or an identical call in flight
+    "judge/logprob_weighted",  # verdicts that are logprob-weighted expectations
+    "judge/prompt_tokens",
+    "judge/completion_tokens",
+    "judge/cost_usd",
+    "judge/latency_s",
+    "judge/parse_failed",  # no readable verdict (after re-asks)
+    "judge/refused",  # the judge refused
+    "judge/upstream_error",  # no upstream answered in time
+    "judge/len_corr",  # reward-length correlation over the rolling window (0 until defined)
+)
+
+
+class JudgeGrader:
+    def __init__(
+        self,
+        settings: JudgeServiceSettings,
+        rubrics: Mapping[str, Rubric],
+        pool: UpstreamPool,
+        cache: JudgeCache,
+        metrics: JudgeMetrics,
+    ) -> None:
+        if settings.default_rubric not in rubrics:
+            raise ValueError(f"default_rubric {settings.default_rubric!r} is not one of {sorted(rubrics)}")
+        self.settings = settings
+        self.rubrics = dict(rubrics)
+        self.pool = pool
+        self.cache = cache
+        self.metrics = metrics
+        self.evaluator = RubricEvaluator(
+            pool, cache, settings.sampling, settings.retry, settings.cache_nondeterministic, metrics
+        )
+        self._lengths = LengthCorrelation(settings.length_window)
+        identity = {
+            "rubrics": {
+                name: rubric.model_dump(mode="json") for name, rubric in sorted(self.rubrics.items())
+            },
+            "default_rubric": settings.default_rubric,
+            "sampling": settings.sampling.model_dump(mode="json"),
+            "models": [u.settings.model for u in pool.upstreams],
+            "parser": PARSER_VERSION,
+        }
+        capabilities = sorted(self.rubrics)
+        if not settings.sampling.deterministic:
+            capabilities.append("nondeterministic")  # a sampled judge: identical samples may differ
+        self._info = GraderInfo(
+            name=NAME, version=VERSION, config_hash=config_hash(identity), capabilities=capabilities
+        )
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return LOG_KEYS
+
+    @property
+    def metrics_registry(self) -> Any:
+        """The judge's own Prometheus registry (see metrics.RegistryForwarder)."""
+        return self.metrics.registry
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        deadline = time.monotonic() + self.settings.budget_s
+        results = list(await asyncio.gather(*(self._grade(sample, deadline) for sample in samples)))
+        return self._with_length_bias(samples, results)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(self.pool.aclose(), self.cache.aclose())
+
+    # -- one sample ---------------------------------------------------------------------
+
+    def resolve(self, sample: Sample) -> tuple[str, dict[str, Any]]:
+        """The rubric name and template context of a sample; JudgeFailure(INVALID_INPUT) if unusable."""
+        label = sample.label_json()
+        fields: dict[str, Any] = {}
+        if label is not None:
+            grader = label.get("grader", NAME)
+            if grader != NAME:
+                raise JudgeFailure(Status.INVALID_INPUT, f"label names grader {grader!r}; this is {NAME!r}")
+            fields = {k: v for k, v in label.items() if k != "grader"}
+        elif sample.label:
+            fields = {"reference": sample.label}
+        item: dict[str, Any] = {**sample.metadata, **fields, "label": sample.label}
+        item.setdefault("prompt", sample.prompt)
+        name = item.pop("rubric", None) or self.settings.default_rubric
+        if not isinstance(name, str) or name not in self.rubrics:
+            raise JudgeFailure(
+                Status.INVALID_INPUT,
+                f"unknown rubric {name!r}; this judge has {', '.join(sorted(self.rubrics))}",
+            )
+        response, _ = strip_eos(sample.response, DEFAULT_EOS_MARKERS)
+        return name, {"item": item, "sample": {"output_text": response, "response": response}}
+
+    async def _grade(self, sample: Sample, deadline: float) -> Result:
+        started = time.monotonic()
+        tally = Tally()
+        try:
+            name, context = self.resolve(sample)
+            outcome = await self.evaluator.evaluate(self.rubrics[name], context, deadline, tally, name)
+        except JudgeFailure as failure:
+            logs = self._logs(tally, None, started)
+            if failure.flag:
+                logs[f"judge/{failure.flag}"] = 1.0
+            return Result(
+                reward=self.settings.fallback_reward,
+                score=0.0,
+                status=failure.status,
+                detail=failure.detail,
+                logs=logs,
+            )
+        score = float(outcome.passed) if outcome.passed is not None else outcome.reward
+        return Result(
+            reward=outcome.reward,
+            score=score,
+            status=Status.OK,
+            detail=self._detail(name, outcome, tally),
+            logs=self._logs(tally, outcome, started),
+        )
+
+    @staticmethod
+    def _detail(name: str, outcome: Outcome, tally: Tally) -> str:
+        parts = [f"{name}: judge {outcome.raw:.4g} -> reward {outcome.reward:.4g}"]
+        if outcome.passed is not None:
+            parts.append("pass" if outcome.passed else "fail")
+        if tally.weighted:
+            parts.append("logprob-weighted")
+        if tally.calls and tally.cache_hits == tally.calls:
+            parts.append("cached")
+        return ", ".join(parts)
+
+    @staticmethod
+    def _logs(tally: Tally, outcome: Outcome | None, started: float) -> dict[str, float]:
+        return {
+            "judge/score": outcome.raw if outcome else 0.0,
+            "judge/passed": float(bool(outcome and outcome.passed)),
+            "judge/calls": float(tally.calls),
+            "judge/attempts": float(tally.attempts),
+            "judge/retries": float(max(0, tally.attempts - tally.fresh)),
+            "judge/cache_hits": float(tally.cache_hits),
+            "judge/logprob_weighted": float(tally.weighted),
+            "judge/prompt_tokens": float(tally.prompt_tokens),
+            "judge/completion_tokens": float(tally.completion_tokens),
+            "judge/cost_usd": tally.cost_usd,
+            "judge/latency_s": time.monotonic() - started,
+        }
+
+    def _with_length_bias(self, samples: Sequence[Sample], results: list[Result]) -> list[Result]:
+        graded = [(s, r) for s, r in zip(samples, results, strict=True) if r.status is Status.OK]
+        if not graded:
+            return results
+        lengths = [float(len(s.response.split())) for s, _ in graded]
+        batch, window = self._lengths.observe(lengths, [r.reward for _, r in graded])
+        if batch is not None:
+            self.metrics.length_correlation.labels("batch").set(batch)
+        if window is None:
+            return results
+        self.metrics.length_correlation.labels("window").set(window)
+        return [
+            r.model_copy(update={"logs": {**r.logs, "judge/len_corr": window}})
+            if r.status is Status.OK
+            else r
+            for r in results
+        ]

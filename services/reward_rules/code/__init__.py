@@ -1,0 +1,6 @@
+"""Code-test grader: programs from responses run against unit tests in a bubblewrap sandbox."""
+
+from services.reward_rules.code.config import CodeConfig
+from services.reward_rules.code.grader import CodeGrader, SandboxUnavailableError
+
+__all__ = ["CodeConfig", "CodeGrader", "SandboxUnavailableError"]

@@ -1,0 +1,39 @@
+"""Options of the code grader (section `reward_rules.code` of the Arbiter settings)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CodeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: Literal["bwrap", "unsafe"] = Field(
+        default="bwrap",
+        description="bwrap: every run in a fresh bubblewrap sandbox; unsafe: no isolation at all "
+        "(runs as a plain subprocess; only for machines without bubblewrap, loudly logged)",
+    )
+    backend: Literal["local", "sandboxfusion"] = Field(
+        default="local", description="sandboxfusion: send runs to an existing SandboxFusion server"
+    )
+    sandboxfusion_url: str = Field(default="", description="base URL of the SandboxFusion server")
+    reward: Literal["all", "fraction"] = Field(
+        default="all", description="all: 1 when every test passes, else 0; fraction: the pass fraction"
+    )
+    workers: int = Field(default=0, ge=0, description="samples run at once; 0 means CPU count + 2")
+    warm_sandboxes: int = Field(default=0, ge=0, description="pre-started sandboxes; 0 means 2 x workers")
+    time_limit_s: float = Field(default=5.0, gt=0, description="per test (a whole check() is one test)")
+    max_time_limit_s: float = Field(default=30.0, gt=0, description="cap on a label's time_limit_s")
+    memory_limit_mb: int = Field(default=512, ge=32, description="per sandbox, candidate and harness")
+    max_memory_limit_mb: int = Field(default=4096, ge=32, description="cap on a label's memory_limit_mb")
+    sample_budget_s: float = Field(default=40.0, gt=0, description="wall time for all of a sample's tests")
+    max_pids: int = Field(default=64, ge=8, description="processes and threads per sandbox")
+    tmpfs_mb: int = Field(default=64, ge=1, description="size of the sandbox's writable /tmp")
+    max_output_bytes: int = Field(default=8 << 20, ge=1024, description="stdout kept per stdio test")
+    max_restarts: int = Field(default=2, ge=0, description="fresh sandboxes after a crash or timeout")
+    float_tolerance: float = Field(default=1e-6, ge=0)
+    python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
+    python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
+    sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

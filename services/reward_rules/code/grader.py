@@ -1,0 +1,221 @@
+"""The code-test grader: extracts the program, runs its tests sandboxed, scores the pass fraction.
+
+reward = 1 when every test passes, else 0 (or the pass fraction, `reward: fraction`);
+score = pass fraction. Cheap to construct: the sandbox pool and worker threads start on the
+first batch; `aclose()` kills every sandbox and removes its cgroups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import ValidationError
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.grader import GraderUnavailableError, config_hash
+from services.reward_rules.code.config import CodeConfig
+from services.reward_rules.code.evaluate import Budget, Report, run_tests
+from services.reward_rules.code.extract import extract_program
+from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.runner import PythonRunner
+from services.reward_rules.code.sandbox import Limits, bwrap_path
+from services.reward_rules.code.session import (
+    CRASH,
+    MEMORY,
+    OUTPUT,
+    TIMEOUT,
+    WRONG,
+    InfrastructureError,
+    SandboxSource,
+    Session,
+)
+from services.reward_rules.code.tests_spec import CodeLabel, StdioTests
+
+VERSION = "1.0.0"
+log = logging.getLogger(__name__)
+
+LOG_KEYS = (
+    "code/passed",
+    "code/total",
+    "code/all_passed",
+    "code/wrong",
+    "code/timeouts",
+    "code/memory_kills",
+    "code/crashes",
+    "code/output_limits",
+    "code/no_program",
+    "code/run_ms",
+)
+
+
+class SandboxUnavailableError(GraderUnavailableError):
+    """bubblewrap is missing and unsafe mode was not chosen."""
+
+
+class CodeGrader:
+    def __init__(self, config: CodeConfig | None = None) -> None:
+        self.config = config or CodeConfig()
+        self.runner = PythonRunner(self.config.python, self.config.python_site)
+        if self.config.backend == "local" and self.config.sandbox == "bwrap" and bwrap_path() is None:
+            raise SandboxUnavailableError(
+                "the code grader needs bubblewrap (`apt-get install bubblewrap`); to run candidate code "
+                "WITHOUT ANY ISOLATION set reward_rules.code.sandbox=unsafe"
+            )
+        if self.config.backend == "sandboxfusion" and not self.config.sandboxfusion_url:
+            raise ValueError("backend sandboxfusion needs sandboxfusion_url")
+        if self.config.backend == "local" and self.config.sandbox == "unsafe":
+            log.warning(
+                "!!! code grader in UNSAFE mode: candidate programs run WITHOUT a sandbox, "
+                "with this machine's files and network. Never use it for untrusted rollouts. !!!"
+            )
+        self._info = GraderInfo(
+            name="code",
+            version=VERSION,
+            config_hash=config_hash(self.config),
+            capabilities=["code", "python", "stdio", "assert", "check", "call"],
+        )
+        self.workers = self.config.workers or (os.cpu_count() or 2) + 2
+        self._source: SandboxSource | None = None
+        self._pool: SandboxPool | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._start_lock = threading.Lock()
+        self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return LOG_KEYS
+
+    def _limits(self) -> Limits:
+        output = self.config.max_output_bytes
+        return Limits(
+            memory_bytes=self.config.memory_limit_mb << 20,
+            max_pids=self.config.max_pids,
+            tmpfs_bytes=self.config.tmpfs_mb << 20,
+            max_frame_bytes=output * 2 + (16 << 20),
+        )
+
+    async def start(self) -> None:
+        """Starts the sandbox pool and worker threads before serving (else the first score() does)."""
+        await asyncio.to_thread(self._ensure_started)
+
+    def _ensure_started(self) -> None:
+        with self._start_lock:
+            self._start_locked()
+
+    def _start_locked(self) -> None:
+        if self._executor is not None:
+            return
+        if self.config.backend == "sandboxfusion":
+            from services.reward_rules.code.sandboxfusion import SandboxFusionSource
+
+            self._source = SandboxFusionSource(self.config.sandboxfusion_url, self._limits())
+        else:
+            self._pool = SandboxPool(
+                self.runner,
+                self._limits(),
+                mode=self.config.sandbox,
+                warm=self.config.warm_sandboxes or 2 * self.workers,
+                host_uid=self.config.sandbox_uid,
+            )
+            self._source = self._pool
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        if self._executor is None:
+            await asyncio.to_thread(self._ensure_started)
+        assert self._executor is not None
+        loop = asyncio.get_running_loop()
+        futures = [loop.run_in_executor(self._executor, self.grade, sample) for sample in samples]
+        return list(await asyncio.gather(*futures))
+
+    async def aclose(self) -> None:
+        executor, source = self._executor, self._source
+        self._executor = self._pool = self._source = None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if source is not None:
+            await asyncio.to_thread(source.close)
+
+    # ------------------------------------------------------------------ one sample
+
+    def _parse_label(self, label: str) -> CodeLabel | str:
+        try:
+            return CodeLabel.model_validate_json(label)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+            return f"bad code label: {problems}"
+
+    def _result(self, status: Status, detail: str, **logs: float) -> Result:
+        values = dict.fromkeys(LOG_KEYS, 0.0)
+        values.update({f"code/{key}": value for key, value in logs.items()})
+        return Result(reward=0.0, score=0.0, status=status, detail=detail, logs=values)
+
+    def grade(self, sample: Sample) -> Result:
+        """Scores one sample (blocking: runs in a worker thread)."""
+        label = self._parse(sample.label)
+        if isinstance(label, str):
+            return self._result(Status.INVALID_INPUT, label)
+        if label.language != self.runner.name:
+            return self._result(
+                Status.INVALID_INPUT, f"language {label.language!r} is not supported (python)"
+            )
+        total = label.test_count()
+        program = extract_program(sample.response)
+        if not program:
+            return self._result(Status.OK, "no program in the response", total=total, no_program=1.0)
+        if self._source is None:
+            self._ensure_started()
+        assert self._source is not None
+        started = time.monotonic()
+        time_limit = min(label.time_limit_s or self.config.time_limit_s, self.config.max_time_limit_s)
+        memory_mb = min(label.memory_limit_mb or self.config.memory_limit_mb, self.config.max_memory_limit_mb)
+        budget = Budget(
+            time_limit_s=time_limit,
+            max_output_bytes=self.config.max_output_bytes,
+            sample_deadline=started + self.config.sample_budget_s,
+            tolerance=self.config.float_tolerance,
+        )
+        module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
+        session = Session(self._source, program, memory_mb << 20, self.config.max_restarts, module)
+        try:
+            report = run_tests(session, label, budget)
+        except InfrastructureError as exc:
+            log.error("code grader: %s", exc)
+            return self._result(Status.GRADER_ERROR, str(exc)[:500], total=total)
+        finally:
+            session.close()
+        return self._scored(report, total, (time.monotonic() - started) * 1000)
+
+    def _scored(self, report: Report, total: int, run_ms: float) -> Result:
+        passed = report.passed
+        fraction = passed / total if total else 0.0
+        all_passed = passed == total and total > 0
+        first = report.first_failure()
+        detail = f"passed {passed}/{total}" + (f"; first failure: {first.describe()}" if first else "")
+        reward = float(all_passed) if self.config.reward == "all" else fraction
+        logs = dict.fromkeys(LOG_KEYS, 0.0)
+        logs.update(
+            {
+                "code/passed": float(passed),
+                "code/total": float(total),
+                "code/all_passed": float(all_passed),
+                "code/wrong": float(report.count(WRONG)),
+                "code/timeouts": float(report.count(TIMEOUT)),
+                "code/memory_kills": float(report.count(MEMORY)),
+                "code/crashes": float(report.count(CRASH)),
+                "code/output_limits": float(report.count(OUTPUT)),
+                "code/run_ms": run_ms,
+            }
+        )
+        return Result(reward=reward, score=fraction, status=Status.OK, detail=detail[:1000], logs=logs)

@@ -1,0 +1,478 @@
+"""What runs inside the sandbox: loads the candidate, calls it, runs it on stdin, answers in frames.
+
+This file is sent verbatim to the sandbox's interpreter (`python -c`), so it is stdlib-only and
+keeps to Python 3.8 syntax. It is also imported by the trusted process for its value codec,
+which is the one place where values cross the boundary: only builtin types (None, bool, int,
+float, str, bytes, complex, list, tuple, set, frozenset, dict) travel, tagged so that a tuple
+comes back a tuple. Nothing here is trusted: the candidate shares this process (function
+tests) and can rewrite any reply; the trusted process never sends expected values in, so a
+forged reply can only report what the candidate could have returned anyway.
+
+Protocol: frames of a 4-byte big-endian length and a JSON object, on fd 0 (requests) and
+fd 1 (replies); the harness moves the candidate's own stdout to fd 2, which the trusted
+process drains. Requests: {"op": "load", "source", "module"}, {"op": "call", "name", "args",
+"kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}.
+"""
+
+from __future__ import annotations
+
+# Only C modules at start-up: `json` would pull in `re` and `signal` would pull in `enum`,
+# milliseconds of every sandbox's start.
+import _json
+import _signal  # type: ignore[import-not-found]
+import binascii
+import builtins
+import math
+import os
+import select
+import struct
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
+MAX_DEPTH = 64
+STDIN_NAME = ".stdin"  # in the work dir: /tmp, a fresh tmpfs, in the sandbox
+_HEADER = struct.Struct(">I")
+
+
+class CodecError(ValueError):
+    """A value that cannot cross the boundary (depth, type or shape)."""
+
+
+# ---------------------------------------------------------------- JSON without `re`
+
+
+class _DecodeContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.__getitem__
+    memo: ClassVar[dict[str, Any]] = {}
+
+
+_scan = _json.make_scanner(_DecodeContext())  # type: ignore[arg-type]
+_NO_DEFAULT: Any = None  # make_encoder(markers, default, encoder, indent, separators, sort, skip, nan)
+_encode = _json.make_encoder(
+    None, _NO_DEFAULT, _json.encode_basestring_ascii, None, ":", ",", False, False, False
+)
+
+
+def dumps(value: Any) -> str:
+    """Compact ASCII JSON (no NaN: the codec tags non-finite floats)."""
+    return "".join(_encode(value, 0))
+
+
+def loads(text: str) -> Any:
+    value, end = _scan(text, 0)
+    if text[end:].strip():
+        raise ValueError("extra data after JSON value")
+    return value
+
+
+def b64encode(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def b64decode(text: str) -> bytes:
+    return binascii.a2b_base64(text)
+
+
+# ---------------------------------------------------------------- value codec (both sides)
+
+
+def encode_value(value: Any, depth: int = 0) -> Any:
+    """A builtin-typed value as tagged JSON; subclasses become their base type's plain value.
+
+    Base-type methods (e.g. `int.__index__`, `list.__getitem__`) read the raw value, so an
+    override of `__eq__`, `__iter__` or `__int__` on a subclass changes nothing.
+    """
+    if depth > MAX_DEPTH:
+        raise CodecError("value nested too deeply")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if abs(value) < 1 << 53 else {"I": format(value, "x")}
+    if kind is float:
+        return value if math.isfinite(value) else {"f": repr(value)}
+    if isinstance(value, bool):  # unreachable (bool cannot be subclassed); keeps the order honest
+        return bool(value)
+    if isinstance(value, int):
+        return encode_value(int.__index__(value), depth)
+    if isinstance(value, float):
+        return encode_value(float.__float__(value), depth)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"B": b64encode(bytes(memoryview(value)))}
+    if isinstance(value, complex):
+        return {"C": [encode_value(complex.__complex__(value).real), encode_value(value.imag)]}
+    if isinstance(value, list):
+        return {"L": [encode_value(item, depth + 1) for item in list.__getitem__(value, slice(None))]}
+    if isinstance(value, tuple):
+        return {"T": [encode_value(item, depth + 1) for item in tuple.__getitem__(value, slice(None))]}
+    if isinstance(value, frozenset):
+        return {"F": [encode_value(item, depth + 1) for item in frozenset.__iter__(value)]}
+    if isinstance(value, set):
+        return {"S": [encode_value(item, depth + 1) for item in set.__iter__(value)]}
+    if isinstance(value, dict):
+        pairs = dict.items(value)
+        return {"D": [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in pairs]}
+    return {"X": type(value).__name__}
+
+
+class Opaque:
+    """A value the sandbox could not express in builtin types; equal to nothing but itself."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<unserializable {self.type_name}>"
+
+
+def decode_value(data: Any, depth: int = 0) -> Any:
+    """Tagged JSON back to builtin values; anything malformed raises CodecError."""
+    if depth > MAX_DEPTH + 1:
+        raise CodecError("value nested too deeply")
+    kind = type(data)
+    if data is None or kind is bool or kind is int or kind is float or kind is str:
+        return data
+    if kind is not dict or len(data) != 1:
+        raise CodecError(f"malformed value of type {kind.__name__}")
+    ((tag, body),) = data.items()
+    if tag == "I" and type(body) is str:
+        return int(body, 16)
+    if tag == "f" and body in ("nan", "inf", "-inf"):
+        return float(body)
+    if tag == "B" and type(body) is str:
+        try:
+            return b64decode(body)
+        except binascii.Error as exc:
+            raise CodecError(f"malformed bytes: {exc}") from None
+    if tag == "X" and type(body) is str:
+        return Opaque(body[:200])
+    if type(body) is not list:
+        raise CodecError(f"malformed value tagged {tag!r}")
+    if tag == "C" and len(body) == 2:
+        real, imag = (decode_value(part, depth + 1) for part in body)
+        if type(real) is not float and type(real) is not int:
+            raise CodecError("malformed complex")
+        if type(imag) is not float and type(imag) is not int:
+            raise CodecError("malformed complex")
+        return complex(real, imag)
+    items = [decode_value(item, depth + 1) for item in body] if tag != "D" else None
+    try:
+        if tag == "L":
+            return items
+        if tag == "T":
+            return tuple(items or ())
+        if tag == "S":
+            return set(items or ())
+        if tag == "F":
+            return frozenset(items or ())
+        if tag == "D":
+            pairs = []
+            for pair in body:
+                if type(pair) is not list or len(pair) != 2:
+                    raise CodecError("malformed dict item")
+                pairs.append((decode_value(pair[0], depth + 1), decode_value(pair[1], depth + 1)))
+            return dict(pairs)
+    except TypeError as exc:  # an unhashable set member or dict key
+        raise CodecError(str(exc)) from None
+    raise CodecError(f"unknown tag {tag!r}")
+
+
+# ---------------------------------------------------------------- framing
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> Any:
+    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    return loads(_read_exact(fd, size).decode("utf-8"))
+
+
+def write_frame(fd: int, message: Any) -> None:
+    body = dumps(message).encode()
+    view = memoryview(_HEADER.pack(len(body)) + body)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# ---------------------------------------------------------------- candidate execution
+
+
+def _describe(exc: BaseException) -> dict[str, str]:
+    try:
+        message = str(exc)
+    except BaseException:
+        message = "<unprintable>"
+    return {"type": type(exc).__name__, "message": message[:2000]}
+
+
+class Harness:
+    def __init__(self, ctl_in: int, ctl_out: int) -> None:
+        self.ctl_in = ctl_in
+        self.ctl_out = ctl_out
+        self.namespace: dict[str, Any] = {}
+        self.compiled: Any = None
+
+    def serve(self) -> None:
+        write_frame(self.ctl_out, {"ok": True, "ready": True})
+        while True:
+            try:
+                request = read_frame(self.ctl_in)
+            except EOFError:
+                return
+            op = request.get("op")
+            if op == "load":
+                reply = self.load(request["source"], request.get("module", "__solution__"))
+            elif op == "call":
+                reply = self.call(request["name"], request.get("args", {"L": []}), request.get("kwargs"))
+            elif op == "stdio":
+                reply = self.stdio(request)
+            else:
+                reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
+            write_frame(self.ctl_out, reply)
+
+    def load(self, source: str, module: str) -> dict[str, Any]:
+        self.namespace = {"__name__": module, "__builtins__": builtins, "__file__": "solution.py"}
+        try:
+            exec(compile(source, "solution.py", "exec"), self.namespace)
+        except BaseException as exc:
+            return {"ok": False, "error": _describe(exc)}
+        return {"ok": True}
+
+    def call(self, name: str, args: Any, kwargs: Any) -> dict[str, Any]:
+        function = self.namespace.get(name)
+        if function is None:
+            return {"ok": False, "error": {"type": "NameError", "message": f"name {name!r} is not defined"}}
+        try:
+            positional = decode_value(args)
+            keywords = decode_value(kwargs) if kwargs is not None else {}
+            result = function(*positional, **keywords)
+        except BaseException as exc:
+            return {"ok": False, "error": _describe(exc)}
+        try:
+            encoded = encode_value(result)
+            dumps(encoded)
+        except BaseException as exc:
+            return {"ok": True, "value": {"X": f"{type(result).__name__} ({_describe(exc)['message']})"}}
+        return {"ok": True, "value": encoded}
+
+    def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Runs the program as __main__ in a fresh child on one input; reports its exit and output."""
+        if self.compiled is None:
+            try:
+                self.compiled = compile(request["source"], "solution.py", "exec")
+            except BaseException as exc:
+                import traceback
+
+                message = "".join(traceback.format_exception_only(type(exc), exc)).encode()
+                return {
+                    "ok": True,
+                    "exit": 1,
+                    "signal": 0,
+                    "timeout": False,
+                    "output_limit": False,
+                    "stdout": "",
+                    "stderr": b64encode(message),
+                }
+        with open(STDIN_NAME, "wb") as handle:
+            handle.write(request["input"].encode("utf-8", "surrogateescape"))
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _child_main(self.compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r))
+        os.close(out_w)
+        os.close(err_w)
+        return _supervise(pid, out_r, err_r, float(request["time_limit_s"]), int(request["max_output_bytes"]))
+
+
+def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -> None:
+    code = 121
+    try:
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork leaks into this run
+            try:  # noqa: SIM105 - contextlib would cost start-up time
+                stream.flush()
+            except BaseException:
+                pass
+        for fd in close:
+            os.close(fd)
+        os.setpgid(0, 0)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # the memory killer takes the candidate, not the harness
+        except OSError:
+            pass
+        stdin = os.open(STDIN_NAME, os.O_RDONLY)
+        os.dup2(stdin, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        for fd in (stdin, out_w, err_w):
+            os.close(fd)
+        for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # as a fresh interpreter has them
+            _signal.signal(sig, _signal.SIG_IGN)
+        stdin_text = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
+        sys.stdin = sys.__stdin__ = stdin_text  # type: ignore[misc]
+        out = open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
+        err = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
+        sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
+        sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
+        namespace = {"__name__": "__main__", "__builtins__": builtins, "__file__": "solution.py"}
+        code = 0
+        try:
+            exec(compiled, namespace)
+        except SystemExit as exc:
+            if exc.code is None:
+                code = 0
+            elif isinstance(exc.code, int):
+                code = exc.code
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            code = code or 120
+    finally:
+        os._exit(code & 0xFF)
+
+
+def _supervise(pid: int, out_r: int, err_r: int, time_limit_s: float, max_output: int) -> dict[str, Any]:
+    """Drains the child's output (capped) until it exits or overruns; then kills every other process."""
+    deadline = time.monotonic() + time_limit_s
+    stdout, stderr_tail = bytearray(), bytearray()
+    open_fds = {out_r, err_r}
+    status, timed_out, output_limit = None, False, False
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    while status is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        watched = list(open_fds) + ([pidfd] if pidfd >= 0 else [])
+        ready, _, _ = select.select(watched, [], [], min(left, 0.05 if pidfd < 0 else left))
+        for fd in ready:
+            if fd == pidfd:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                open_fds.discard(fd)
+            elif fd == out_r:
+                stdout += chunk
+            else:
+                stderr_tail = (stderr_tail + chunk)[-4096:]
+        if len(stdout) > max_output:
+            output_limit = True
+            break
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = raw
+    _kill_others()
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    for fd in list(open_fds):  # what the child wrote before it exited
+        os.set_blocking(fd, False)
+        try:
+            while len(stdout) <= max_output:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                if fd == out_r:
+                    stdout += chunk
+                else:
+                    stderr_tail = (stderr_tail + chunk)[-4096:]
+        except BlockingIOError:
+            pass
+    for fd in (out_r, err_r) + ((pidfd,) if pidfd >= 0 else ()):
+        os.close(fd)
+    _reap()
+    if len(stdout) > max_output:
+        output_limit = True
+        del stdout[max_output:]
+    return {
+        "ok": True,
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
+        "timeout": timed_out,
+        "output_limit": output_limit,
+        "stdout": b64encode(bytes(stdout)),
+        "stderr": b64encode(bytes(stderr_tail)),
+    }
+
+
+def _kill_others() -> None:
+    """SIGKILL every process of this uid in the sandbox but this one: daemons, forks, stopped ones."""
+    for _ in range(3):
+        try:
+            os.kill(-1, _signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        except OSError:
+            return
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _exit(code: Any = None) -> None:
+    raise SystemExit(code)
+
+
+def main() -> None:
+    if not hasattr(builtins, "exit"):  # `site` adds them; the sandbox's interpreter may run without it
+        setattr(builtins, "exit", _exit)  # noqa: B010
+        setattr(builtins, "quit", _exit)  # noqa: B010
+    ctl_in, ctl_out = os.dup(0), os.dup(1)  # dup() makes them close-on-exec
+    devnull = os.open("/dev/null", os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # a function test's prints go to the drained stderr pipe, never into a reply
+    os.close(devnull)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    Harness(ctl_in, ctl_out).serve()
+
+
+if __name__ == "__main__":
+    main()

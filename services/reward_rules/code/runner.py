@@ -1,0 +1,86 @@
+"""Language runners: what process the sandbox starts and which test kinds it can serve.
+
+A runner starts a harness that speaks the frame protocol of harness.py on fd 0/1. Python's
+harness serves every test kind; a runner for a compiled language would serve `stdio` only
+(`function_tests = False`) until it has a harness that can call functions.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+
+class LanguageRunner(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def function_tests(self) -> bool:
+        """Whether `assert`, `check` and `call` tests work (they need calls into the program)."""
+        ...
+
+    def prepare(self) -> None:
+        """One-time set-up outside the sandbox (e.g. compiling the harness); may raise."""
+        ...
+
+    def argv(self) -> list[str]:
+        """The harness command inside the sandbox (absolute paths under the read-only system)."""
+        ...
+
+
+@cache
+def harness_source() -> str:
+    return (Path(__file__).with_name("harness.py")).read_text()
+
+
+_BOOTSTRAP = "import marshal;exec(marshal.loads(bytes.fromhex({!r})))"
+_COMPILE = (
+    "import marshal,sys;sys.stdout.write(marshal.dumps(compile(sys.stdin.read(),'harness','exec')).hex())"
+)
+
+
+@dataclass
+class PythonRunner:
+    """Runs the harness on the system interpreter: isolated mode, no bytecode files.
+
+    `prepare()` has that interpreter compile the harness once, outside any sandbox, so each
+    sandbox loads bytecode instead of parsing source (a few ms of every start).
+    """
+
+    interpreter: str = "/usr/bin/python3"
+    site: bool = False  # importing site finds dist-packages; off it starts faster
+    _code_hex: str = field(default="", repr=False)
+
+    @property
+    def name(self) -> str:
+        return "python"
+
+    @property
+    def function_tests(self) -> bool:
+        return True
+
+    def prepare(self) -> None:
+        if self._code_hex:
+            return
+        try:
+            done = subprocess.run(
+                [self.interpreter, "-I", "-S", "-B", "-c", _COMPILE],
+                input=harness_source(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={},
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeError(f"cannot run the sandbox interpreter {self.interpreter}: {exc}") from exc
+        self._code_hex = done.stdout.strip()
+
+    def argv(self) -> list[str]:
+        flags = ["-I", "-B"] + ([] if self.site else ["-S"])
+        program = _BOOTSTRAP.format(self._code_hex) if self._code_hex else harness_source()
+        return [self.interpreter, *flags, "-c", program]

@@ -1,0 +1,288 @@
+"""One sandboxed harness process: bubblewrap launch, limits, framed requests with deadlines, kill.
+
+The launcher is exec'd with an empty environment (so the sandbox's pid 1 has nothing to show
+in /proc/1/environ) after moving itself into the sandbox's cgroups and, when the grader is
+root, dropping to an unprivileged host uid; bwrap then builds fresh user, pid, net, ipc, uts
+and mount namespaces with the system read-only and a size-capped tmpfs as the work dir.
+Every read from the sandbox polls its stderr too, so a chatty candidate never blocks on a
+full pipe, and keeps only a capped tail of it. The grader kills from outside: SIGKILL to
+bwrap (its pid namespace dies with it) and to every process left in the cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from services.reward_rules.code.cgroups import SandboxCgroup
+from services.reward_rules.code.runner import LanguageRunner
+
+_HEADER = struct.Struct(">I")
+SANDBOX_UID = 1000  # the candidate's uid inside the sandbox's user namespace
+_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+_STDERR_TAIL = 8192
+_SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime")
+
+Mode = Literal["bwrap", "unsafe"]
+
+
+class SandboxError(Exception):
+    """The sandbox failed to answer; `kind` says how: died, timeout, protocol."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int
+    max_pids: int
+    tmpfs_bytes: int
+    max_frame_bytes: int
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def bwrap_argv(bwrap: str, runner: LanguageRunner, limits: Limits) -> list[str]:
+    argv = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--new-session",
+        "--disable-userns",
+    ]
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for path in _SYSTEM_DIRS:  # merged-/usr systems have these as symlinks into /usr
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for path in _SYSTEM_FILES:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    argv += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp"]
+    argv += ["--clearenv"]
+    for key, value in _ENV.items():
+        argv += ["--setenv", key, value]
+    return [*argv, "--", *runner.argv()]
+
+
+# The launcher: a POSIX shell that joins the sandbox's cgroups, sets rlimits and, when the grader
+# is root, drops to an unprivileged uid, then execs bwrap. A shell rather than a Python
+# preexec_fn so that the grader can vfork: forking a large server process costs milliseconds.
+_LAUNCHER = """\
+if [ -n "$ARBITER_MEMCG" ]; then
+  echo $$ > "$ARBITER_MEMCG/cgroup.procs" && echo $$ > "$ARBITER_PIDSCG/cgroup.procs" || exit 125
+fi
+ulimit -c 0 && ulimit -f "$ARBITER_FSIZE_KB" || exit 125
+if [ -n "$ARBITER_AS_KB" ]; then ulimit -v "$ARBITER_AS_KB" && ulimit -p "$ARBITER_NPROC" || exit 125; fi
+uid=$ARBITER_UID
+unset ARBITER_MEMCG ARBITER_PIDSCG ARBITER_FSIZE_KB ARBITER_AS_KB ARBITER_NPROC ARBITER_UID PWD OLDPWD
+[ -z "$uid" ] || exec /usr/bin/setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+exec "$@"
+"""
+
+
+def launcher_argv(
+    argv: list[str], cgroup: SandboxCgroup | None, host_uid: int, limits: Limits
+) -> tuple[list[str], dict[str, str]]:
+    """The shell command and environment that start `argv` inside the limits; nothing else passes."""
+    env = {
+        "ARBITER_MEMCG": "" if cgroup is None else str(cgroup.memory),
+        "ARBITER_PIDSCG": "" if cgroup is None else str(cgroup.pids),
+        "ARBITER_FSIZE_KB": str(limits.tmpfs_bytes >> 10),
+        "ARBITER_AS_KB": "" if cgroup is not None else str(limits.memory_bytes >> 10),
+        "ARBITER_NPROC": str(limits.max_pids),
+        "ARBITER_UID": str(host_uid) if os.getuid() == 0 else "",
+    }
+    return ["/bin/sh", "-c", _LAUNCHER, "arbiter-sandbox", *argv], env
+
+
+class Sandbox:
+    """A started harness; `request()` sends a frame and waits for the reply by a deadline."""
+
+    def __init__(
+        self,
+        runner: LanguageRunner,
+        limits: Limits,
+        *,
+        mode: Mode,
+        bwrap: str | None,
+        cgroup: SandboxCgroup | None,
+        host_uid: int,
+    ) -> None:
+        self.limits = limits
+        self.cgroup = cgroup
+        self.stderr_tail = bytearray()
+        self.stderr_bytes = 0
+        self.started_at = time.monotonic()
+        self._buffer = bytearray()
+        self._ready = False
+        self._workdir: str | None = None
+        if mode == "bwrap":
+            if bwrap is None:
+                raise SandboxError("start", "bubblewrap (bwrap) is not installed")
+            argv, cwd = bwrap_argv(bwrap, runner, limits), "/"
+        else:
+            self._workdir = tempfile.mkdtemp(prefix="arbiter-code-unsafe-")
+            if os.getuid() == 0:
+                os.chown(self._workdir, host_uid, host_uid)
+            argv, cwd = runner.argv(), self._workdir
+        command, env = launcher_argv(argv, cgroup, host_uid, limits)
+        if mode == "unsafe":
+            env.update(_ENV)
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            close_fds=True,
+        )
+        assert self.process.stdin and self.process.stdout and self.process.stderr
+        self._ctl_in = self.process.stdin.fileno()
+        self._ctl_out = self.process.stdout.fileno()
+        self._err: int | None = self.process.stderr.fileno()
+        for fd in (self._ctl_in, self._ctl_out, self._err):
+            os.set_blocking(fd, False)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def oom_kills(self) -> int:
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
+
+    def stderr_text(self) -> str:
+        return self.stderr_tail.decode("utf-8", "replace")
+
+    def wait_ready(self, deadline: float) -> None:
+        if not self._ready:
+            reply = self._receive(deadline)
+            if reply.get("ready") is not True:
+                raise SandboxError("protocol", "the harness did not start")
+            self._ready = True
+
+    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
+        self.wait_ready(deadline)
+        body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+        self._send(_HEADER.pack(len(body)) + body, deadline)
+        return self._receive(deadline)
+
+    def _poll(self, fd: int, event: int, deadline: float) -> bool:
+        """Waits for `event` on fd while draining stderr; False when only stderr moved."""
+        poller = select.poll()
+        poller.register(fd, event)
+        if self._err is not None:
+            poller.register(self._err, select.POLLIN)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SandboxError("timeout", "deadline passed")
+        ready = False
+        for ready_fd, _ in poller.poll(left * 1000):
+            if ready_fd == self._err:
+                self._drain_stderr()
+            else:
+                ready = True
+        return ready
+
+    def _drain_stderr(self) -> None:
+        assert self._err is not None
+        with contextlib.suppress(BlockingIOError):
+            chunk = os.read(self._err, 1 << 16)
+            if not chunk:
+                self._err = None
+                return
+            self.stderr_bytes += len(chunk)
+            self.stderr_tail += chunk
+            del self.stderr_tail[:-_STDERR_TAIL]
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            if not self._poll(self._ctl_in, select.POLLOUT, deadline):
+                continue
+            try:
+                view = view[os.write(self._ctl_in, view) :]
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise SandboxError("died", "the sandbox exited") from None
+
+    def _take_frame(self) -> dict[str, Any] | None:
+        if len(self._buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size > self.limits.max_frame_bytes:
+            raise SandboxError("protocol", f"reply of {size} bytes is over the limit")
+        if len(self._buffer) < _HEADER.size + size:
+            return None
+        body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
+        del self._buffer[: _HEADER.size + size]
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            raise SandboxError("protocol", "reply is not JSON") from None
+        if not isinstance(reply, dict):
+            raise SandboxError("protocol", "reply is not an object")
+        return reply
+
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        while True:
+            reply = self._take_frame()
+            if reply is not None:
+                return reply
+            if not self._poll(self._ctl_out, select.POLLIN, deadline):
+                continue
+            try:
+                chunk = os.read(self._ctl_out, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                while self._err is not None:  # its last words, for the detail
+                    if not self._poll_stderr_only():
+                        break
+                raise SandboxError("died", "the sandbox exited")
+            self._buffer += chunk
+
+    def _poll_stderr_only(self) -> bool:
+        if self._err is None:
+            return False
+        poller = select.poll()
+        poller.register(self._err, select.POLLIN)
+        if not poller.poll(50):
+            return False
+        self._drain_stderr()
+        return True
+
+    def kill(self) -> None:
+        """SIGKILLs the sandbox and everything in its cgroups; closes the pipes; reaps bwrap."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None

@@ -1,0 +1,257 @@
+"""The candidate program loaded in a sandbox, called from trusted code through plain values.
+
+A session owns one sandbox at a time. When the candidate times out, runs out of memory or
+kills its sandbox, the session says so once (as a `CandidateFailure`) and, for the next
+test, loads the program again in a fresh sandbox, up to `max_restarts` times, so one bad
+test does not fail the tests after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from services.reward_rules.code.harness import CodecError, decode_value, encode_value
+from services.reward_rules.code.sandbox import SandboxError
+
+# Candidate exceptions that trusted test code may catch by type. Deliberately not
+# StopIteration and friends: raised into a `map()` inside an `all()`, they would end the
+# iteration early and make the check pass.
+_MAPPED_EXCEPTIONS = {
+    cls.__name__: cls
+    for cls in (
+        ArithmeticError,
+        AssertionError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        LookupError,
+        NotImplementedError,
+        OverflowError,
+        RecursionError,
+        RuntimeError,
+        TypeError,
+        ValueError,
+        ZeroDivisionError,
+    )
+}
+
+# Why a test failed, as counted in the logs.
+WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (
+    "wrong answer",
+    "timeout",
+    "memory limit",
+    "runtime error",
+    "output limit",
+)
+
+
+class SandboxLike(Protocol):
+    """What a session needs of a sandbox: the local bwrap one or a remote SandboxFusion one."""
+
+    stderr_tail: bytearray
+    stderr_bytes: int
+
+    def wait_ready(self, deadline: float) -> None: ...
+
+    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]: ...
+
+    def kill(self) -> None: ...
+
+    def oom_kills(self) -> int: ...
+
+    def stderr_text(self) -> str: ...
+
+
+class SandboxSource(Protocol):
+    def acquire(self, memory_bytes: int) -> Any: ...
+
+    def release(self, sandbox: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class InfrastructureError(Exception):
+    """The grader could not get a working sandbox: not the candidate's fault."""
+
+
+class CandidateFailure(BaseException):
+    """The candidate stopped answering: timeout, memory limit or crash.
+
+    A BaseException so that test code's `except Exception:` cannot swallow it.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}" if message else reason)
+        self.reason = reason
+        self.message = message
+
+
+class CandidateError(Exception):
+    """An exception the candidate raised that has no safe builtin twin."""
+
+
+def candidate_exception(error: Any) -> Exception:
+    """A fresh, trusted exception standing for the one the candidate raised."""
+    name = str(error.get("type", "Exception")) if isinstance(error, dict) else "Exception"
+    message = str(error.get("message", "")) if isinstance(error, dict) else ""
+    cls = _MAPPED_EXCEPTIONS.get(name)
+    if cls is not None:
+        return cls(message)
+    return CandidateError(f"{name}: {message}" if message else name)
+
+
+def last_line(data: bytes) -> str:
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else ""
+
+
+@dataclass
+class StdioRun:
+    exit_code: int
+    signal: int
+    timeout: bool
+    output_limit: bool
+    memory_killed: bool
+    stdout: bytes
+    stderr: bytes
+
+
+START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds a sick machine
+SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
+
+
+class Session:
+    def __init__(
+        self, source_pool: SandboxSource, program: str, memory_bytes: int, max_restarts: int, module: str
+    ) -> None:
+        self.pool = source_pool
+        self.program = program
+        self.memory_bytes = memory_bytes
+        self.restarts_left = max_restarts
+        self.module = module
+        self.sandbox: SandboxLike | None = None
+        self.failure: CandidateFailure | None = None  # the last one, until a restart
+        self.load_error: Exception | None = None
+        self.stderr_bytes = 0
+
+    # -------------------------------------------------------------- lifecycle
+
+    def _start(self) -> SandboxLike:
+        if self.sandbox is not None:
+            return self.sandbox
+        if self.failure is not None:
+            if self.restarts_left <= 0:
+                raise CandidateFailure(self.failure.reason, "not run: the program kept failing")
+            self.restarts_left -= 1
+            self.failure = None
+        for attempt in range(2):
+            sandbox: SandboxLike = self.pool.acquire(self.memory_bytes)
+            try:
+                sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
+            except SandboxError as exc:
+                self.pool.release(sandbox)
+                if attempt or exc.kind == "timeout":
+                    raise InfrastructureError(
+                        f"sandbox did not start: {exc}; {sandbox.stderr_text()}"
+                    ) from exc
+                continue
+            self.sandbox = sandbox
+            return sandbox
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.stderr_bytes += self.sandbox.stderr_bytes
+            self.pool.release(self.sandbox)
+            self.sandbox = None
+
+    def _fail(self, sandbox: SandboxLike, exc: SandboxError) -> CandidateFailure:
+        """Turns a sandbox that stopped answering into the candidate's failure; drops the sandbox."""
+        sandbox.kill()
+        if exc.kind == "timeout":
+            failure = CandidateFailure(TIMEOUT, "")
+        elif sandbox.oom_kills():
+            failure = CandidateFailure(MEMORY, f"{self.memory_bytes >> 20} MB")
+        elif exc.kind == "protocol":
+            failure = CandidateFailure(CRASH, f"corrupted the harness ({exc})")
+        else:
+            failure = CandidateFailure(CRASH, last_line(bytes(sandbox.stderr_tail)) or "the program exited")
+        self.close()
+        self.failure = failure
+        return failure
+
+    def _request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
+        sandbox = self._start()
+        try:
+            return sandbox.request(message, deadline)
+        except SandboxError as exc:
+            raise self._fail(sandbox, exc) from None
+
+    # -------------------------------------------------------------- function tests
+
+    def prepare(self, load_budget_s: float) -> None:
+        """A ready sandbox with the program loaded (after a failure: a fresh one, if restarts are left)."""
+        if self.load_error is not None:
+            raise self.load_error
+        if self.sandbox is not None:
+            return
+        self._start()
+        deadline = time.monotonic() + load_budget_s
+        reply = self._request({"op": "load", "source": self.program, "module": self.module}, deadline)
+        if not reply.get("ok"):
+            self.load_error = candidate_exception(reply.get("error"))
+            self.close()
+            raise self.load_error
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float) -> Any:
+        """Calls `name` in the loaded program; returns its value as builtins or raises its exception.
+
+        Call `prepare()` first: a failed sandbox is only replaced there, never mid-test.
+        """
+        try:
+            message = {"op": "call", "name": name, "args": encode_value(list(args))}
+            if kwargs:
+                message["kwargs"] = encode_value(kwargs)
+        except CodecError as exc:
+            raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
+        if self.load_error is not None:
+            raise self.load_error
+        if self.sandbox is None:
+            raise self.failure or InfrastructureError("call before prepare()")
+        reply = self._request(message, deadline)
+        if not reply.get("ok"):
+            raise candidate_exception(reply.get("error"))
+        try:
+            return decode_value(reply.get("value"))
+        except (CodecError, ValueError) as exc:
+            raise CandidateError(f"malformed value from the sandbox: {exc}") from None
+
+    # -------------------------------------------------------------- stdio tests
+
+    def run_stdio(self, stdin: str, time_limit_s: float, max_output: int) -> StdioRun:
+        message = {
+            "op": "stdio",
+            "source": self.program,
+            "input": stdin,
+            "time_limit_s": time_limit_s,
+            "max_output_bytes": max_output,
+        }
+        sandbox = self._start()
+        oom_before = sandbox.oom_kills()
+        reply = self._request(message, time.monotonic() + time_limit_s + SUPERVISION_SLACK_S)
+        try:
+            run = StdioRun(
+                exit_code=int(reply["exit"]),
+                signal=int(reply["signal"]),
+                timeout=bool(reply["timeout"]),
+                output_limit=bool(reply["output_limit"]),
+                memory_killed=sandbox.oom_kills() > oom_before,
+                stdout=base64.b64decode(reply["stdout"], validate=True)[: max_output + 1],
+                stderr=base64.b64decode(reply["stderr"], validate=True)[-4096:],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._fail(sandbox, SandboxError("protocol", f"bad stdio reply: {exc}")) from None
+        return run

@@ -1,0 +1,250 @@
+"""A small real chat-completions server for the judge's tests and bench (`/v1/chat/completions`).
+
+Behaviour comes from the server's `behaviour` dict, overridden per request by a directive
+anywhere in the messages: `<<fake:{"score": 8, "delay": 0.2}>>` (the first one found).
+Keys:
+  score: N           reply "… Rating: [[N]]"            label: L     reply "… Verdict: [[L]]"
+  reply: TEXT        reply exactly TEXT                  delay: S     sleep S seconds first
+  status: CODE       answer HTTP CODE (with retry_after: S as Retry-After) ...
+  times: K           ... only for the first K requests with this directive (by `id`, else its text)
+  hang: true         never answer (released when the server stops)
+  refuse: true       a refusal in the text; refusal_field: true puts it in message.refusal instead
+  malformed: "json"  a 200 whose body is not JSON; "no_choices": JSON without choices
+  logprobs: {tok: lp} top_logprobs at the verdict's token (every token carries logprobs when asked)
+  prefer: M, over: N  pairwise: "[[A]]" when M appears before N in the request, else "[[B]]"
+  always: "A"        pairwise with pure position bias
+Counters: `requests` (every body and its Authorization header), `count`, `by_key`, `peak_inflight`,
+`arrivals`.
+Runs in-process (`async with FakeOpenAI() as fake`) or as `python -m tests.judge_proxy.fake_openai`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import re
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
+_TOKEN = re.compile(r"\d|[A-Za-z]+|\s+|[^\w\s]")
+
+
+def directive(**behaviour: Any) -> str:
+    """The text that scripts the fake for the request it ends up in."""
+    return f"<<fake:{json.dumps(behaviour, sort_keys=True)}>>"
+
+
+@dataclass
+class Seen:
+    body: dict[str, Any]
+    authorization: str
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+class FakeOpenAI:
+    def __init__(self, latency_s: float = 0.0, model: str = "fake-judge", **behaviour: Any) -> None:
+        self.latency_s = latency_s
+        self.model = model
+        self.behaviour: dict[str, Any] = dict(behaviour)
+        self.requests: list[Seen] = []
+        self.count = 0
+        self.by_key: collections.Counter[str] = collections.Counter()
+        self.inflight = 0
+        self.peak_inflight = 0
+        self.arrivals: list[float] = []  # time.monotonic() of every request
+        self.keep_bodies = True
+        self.port = 0
+        self._stopping = asyncio.Event()
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/stats", self._stats, methods=["GET"]),
+            ]
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def reset(self) -> None:
+        self.requests.clear()
+        self.count = 0
+        self.by_key.clear()
+
+    async def __aenter__(self) -> FakeOpenAI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self, port: int = 0) -> None:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            http="httptools",
+            backlog=4096,
+            timeout_graceful_shutdown=1,
+        )
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+
+    # -- the endpoint -------------------------------------------------------------------
+
+    async def _stats(self, request: Request) -> Response:
+        return JSONResponse({"count": self.count, "by_key": dict(self.by_key)})
+
+    async def _chat(self, request: Request) -> Response:
+        self.arrivals.append(time.monotonic())
+        self.inflight += 1
+        self.peak_inflight = max(self.peak_inflight, self.inflight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.inflight -= 1
+
+    async def _answer(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        self.count += 1
+        if self.keep_bodies:
+            self.requests.append(Seen(body, request.headers.get("authorization", "")))
+        text = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+        found = DIRECTIVE.search(text)
+        script = dict(self.behaviour)
+        key = "-"
+        if found is not None:
+            script.update(json.loads(found.group(1)))
+            key = str(script.get("id", found.group(1)))
+        self.by_key[key] += 1
+        delay = self.latency_s + float(script.get("delay", 0.0))
+        if delay:
+            await asyncio.sleep(delay)
+        if script.get("hang"):
+            await self._stopping.wait()
+            return Response(status_code=503)
+        if "status" in script and self.by_key[key] <= int(script.get("times", 1 << 30)):
+            headers = {"retry-after": str(script["retry_after"])} if "retry_after" in script else {}
+            return JSONResponse(
+                {"error": {"message": f"scripted {script['status']}"}}, script["status"], headers=headers
+            )
+        if script.get("malformed") == "json":
+            return Response(b"<html>bad gateway</html>", 200, media_type="application/json")
+        if script.get("malformed") == "no_choices":
+            return JSONResponse({"object": "chat.completion", "model": self.model})
+        return Response(orjson.dumps(self._completion(body, text, script)), media_type="application/json")
+
+    def _completion(self, body: dict[str, Any], text: str, script: dict[str, Any]) -> dict[str, Any]:
+        content, verdict = self._reply(text, script)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = "stop"
+        if script.get("refuse") and script.get("refusal_field"):
+            message = {"role": "assistant", "content": None, "refusal": content}
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+        tokens = list(_TOKEN.finditer(content or ""))
+        if body.get("logprobs") and content:
+            alternatives = script.get("logprobs") or {}
+            at = content.rfind(verdict) if verdict else -1
+            entries = []
+            for token in tokens:
+                top = [{"token": token.group(0), "logprob": 0.0}]
+                logprob = 0.0
+                if token.start() == at and alternatives:
+                    top = [{"token": t, "logprob": lp} for t, lp in alternatives.items()]
+                    logprob = float(alternatives.get(token.group(0), max(alternatives.values())))
+                entries.append({"token": token.group(0), "logprob": logprob, "top_logprobs": top})
+            choice["logprobs"] = {"content": entries}
+        prompt_tokens = len(text) // 4 + 1
+        return {
+            "id": f"chatcmpl-{self.count}",
+            "object": "chat.completion",
+            "model": self.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(tokens),
+                "total_tokens": prompt_tokens + len(tokens),
+            },
+        }
+
+    @staticmethod
+    def _reply(text: str, script: dict[str, Any]) -> tuple[str, str]:
+        if script.get("refuse"):
+            return "I'm sorry, but I can't help with evaluating this conversation.", ""
+        if "reply" in script:
+            return str(script["reply"]), ""
+        if "always" in script:
+            label = str(script["always"])
+            return f"Both are fine. [[{label}]]", label
+        if "prefer" in script:
+            text = DIRECTIVE.sub("", text)
+            first, other = text.find(str(script["prefer"])), text.find(str(script.get("over", "")))
+            label = "A" if other < 0 or 0 <= first < other else "B"
+            return f"One answer is better. [[{label}]]", label
+        if "label" in script:
+            return f"Reasoning done. Verdict: [[{script['label']}]]", str(script["label"])
+        score = script.get("score", 7)
+        return f"The response is adequate. Rating: [[{score}]]", str(score)
+
+
+async def _serve(port: int, latency_s: float) -> None:
+    fake = FakeOpenAI(latency_s=latency_s)
+    fake.keep_bodies = False
+    await fake.start(port)
+    print(f"READY {fake.port}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await fake.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.run(_serve(args.port, args.latency))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Helpers and fixtures for the code grader's tests (import the fixtures into a test module)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.common.contract import Result, Sample
+from services.reward_rules.code import CodeConfig, CodeGrader
+
+SANDBOX_UID = 65534
+
+
+def fenced(program: str) -> str:
+    return f"<think>I will write it.</think>\nHere it is:\n```python\n{program}\n```\n"
+
+
+def label(tests: dict[str, Any], **extra: Any) -> str:
+    return json.dumps({"grader": "code", "tests": tests, **extra})
+
+
+def stdio(program: str, cases: list[tuple[str, str]], **extra: Any) -> Sample:
+    tests = {"kind": "stdio", "cases": [{"input": i, "output": o} for i, o in cases]}
+    return Sample(response=fenced(program), label=label(tests, **extra))
+
+
+def call(program: str, entry: str, cases: list[tuple[list[Any], Any]], **extra: Any) -> Sample:
+    tests = {"kind": "call", "entry_point": entry, "cases": [{"args": a, "expected": e} for a, e in cases]}
+    return Sample(response=fenced(program), label=label(tests, **extra))
+
+
+def asserts(program: str, entry: str, lines: list[str], **extra: Any) -> Sample:
+    tests = {"kind": "assert", "entry_point": entry, "asserts": lines}
+    return Sample(response=fenced(program), label=label(tests, **extra))
+
+
+def check(program: str, entry: str, test: str, **extra: Any) -> Sample:
+    tests = {"kind": "check", "entry_point": entry, "test": test}
+    return Sample(response=fenced(program), label=label(tests, **extra))
+
+
+def score(grader: CodeGrader, *samples: Sample) -> list[Result]:
+    return asyncio.run(grader.score(list(samples)))
+
+
+def sandbox_processes() -> list[int]:
+    """Pids of processes running as the sandboxes' host uid."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        uid_line = next((line for line in status.splitlines() if line.startswith("Uid:")), "")
+        if uid_line.split()[1:2] == [str(SANDBOX_UID)]:
+            found.append(int(entry.name))
+    return found
+
+
+def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
+    """Every process and cgroup left belongs to a warm, unused sandbox; nothing else survives."""
+    pool = grader._pool
+    assert pool is not None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with pool._lock:
+            warm = list(pool._warm)
+            live = len(pool._live)
+        allowed: set[int] = set()
+        for sandbox in warm:
+            assert sandbox.cgroup is not None
+            allowed.update(sandbox.cgroup.pids_in())
+        stray = set(sandbox_processes()) - allowed
+        groups = {p.name for p in pool.cgroups.base_memory.iterdir() if p.is_dir()} if pool.cgroups else set()
+        expected_groups = {s.cgroup.memory.name for s in warm if s.cgroup is not None}
+        if not stray and live == len(warm) and groups == expected_groups:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"stray processes {sorted(stray)}, live {live}, groups {sorted(groups)}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def code_grader() -> Iterator[CodeGrader]:
+    grader = CodeGrader(CodeConfig(workers=4, warm_sandboxes=4, time_limit_s=2.0, memory_limit_mb=256))
+    yield grader
+    asyncio.run(grader.aclose())
+
+
+def rss_mb() -> float:
+    return int(Path(f"/proc/{os.getpid()}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
