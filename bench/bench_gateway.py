@@ -19,9 +19,7 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,43 +34,15 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_math import make_workload  # noqa: E402
 
 from services.common.contract import Sample  # noqa: E402
+from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 BATCH = 64
 CLIENTS = 4
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start(module: str, env: dict[str, str], ready_url: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", module],
-        env={**os.environ, "ARBITER_LOG__LEVEL": "WARNING", "ARBITER_CACHE__BACKEND": "none", **env},
-        stdout=subprocess.DEVNULL,
-    )
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise RuntimeError(f"{module} exited with {proc.returncode}")
-        try:
-            if httpx.get(ready_url, timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{module} did not start")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+def service(module: str, env: dict[str, str], ready_url: str) -> ServiceProcess:
+    env = {**os.environ, "ARBITER_LOG__LEVEL": "WARNING", "ARBITER_CACHE__BACKEND": "none", **env}
+    return ServiceProcess([sys.executable, "-m", module], ready_url, env=env)
 
 
 def with_math_label(samples: Sequence[Sample]) -> list[Sample]:
@@ -140,11 +110,6 @@ async def latencies(url: str, samples: list[Sample], count: int) -> list[float]:
     return measured
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -173,45 +138,27 @@ def main() -> None:
     )
 
     inproc = asyncio.run(in_process(labelled))
-    procs = []
-    try:
-        procs.append(
-            start(
-                "services.reward_rules",
-                {
-                    "ARBITER_REWARD_RULES__HTTP_PORT": str(rules_http),
-                    "ARBITER_REWARD_RULES__GRPC_PORT": str(rules_grpc),
-                },
-                f"http://127.0.0.1:{rules_http}/readyz",
-            )
-        )
-        gateway_env = {"ARBITER_GATEWAY__GRPC_PORT": "-1"}
-        procs.append(
-            start(
-                "services.gateway",
-                {**gateway_env, "ARBITER_CONFIG": str(local_cfg), "ARBITER_GATEWAY__HTTP_PORT": str(gw_http)},
-                f"http://127.0.0.1:{gw_http}/readyz",
-            )
-        )
-        procs.append(
-            start(
-                "services.gateway",
-                {
-                    **gateway_env,
-                    "ARBITER_CONFIG": str(remote_cfg),
-                    "ARBITER_GATEWAY__HTTP_PORT": str(gw2_http),
-                },
-                f"http://127.0.0.1:{gw2_http}/readyz",
-            )
-        )
+    gateway_env = {"ARBITER_GATEWAY__GRPC_PORT": "-1"}
+    rules_env = {
+        "ARBITER_REWARD_RULES__HTTP_PORT": str(rules_http),
+        "ARBITER_REWARD_RULES__GRPC_PORT": str(rules_grpc),
+    }
+    local_env = {**gateway_env, "ARBITER_CONFIG": str(local_cfg), "ARBITER_GATEWAY__HTTP_PORT": str(gw_http)}
+    remote_env = {
+        **gateway_env,
+        "ARBITER_CONFIG": str(remote_cfg),
+        "ARBITER_GATEWAY__HTTP_PORT": str(gw2_http),
+    }
+    with (
+        service("services.reward_rules", rules_env, f"http://127.0.0.1:{rules_http}/readyz"),
+        service("services.gateway", local_env, f"http://127.0.0.1:{gw_http}/readyz"),
+        service("services.gateway", remote_env, f"http://127.0.0.1:{gw2_http}/readyz"),
+    ):
         local_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw_http}", plain))
         remote_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw2_http}", plain))
         direct = asyncio.run(latencies(f"http://127.0.0.1:{rules_http}", labelled, args.latency_requests))
         via_local = asyncio.run(latencies(f"http://127.0.0.1:{gw_http}", plain, args.latency_requests))
         via_remote = asyncio.run(latencies(f"http://127.0.0.1:{gw2_http}", plain, args.latency_requests))
-    finally:
-        for proc in procs:
-            stop(proc)
 
     print(f"{'path':<44} {'cold/s':>8} {'ratio':>6} {'warm/s':>8} {'ratio':>6}")
     rows = [
@@ -224,13 +171,13 @@ def main() -> None:
     print("(cold: first pass, every reference and answer new to the grader's workers; warm: second pass)")
     print(f"\none-sample /get_reward, sequential, {args.latency_requests} requests: latency ms")
     print(f"{'target':<44} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
-    base50, base99 = statistics.median(direct), pct(direct, 0.99)
+    base50, base99 = statistics.median(direct), percentile(direct, 0.99)
     for name, values in [
         ("reward_rules directly", direct),
         ("gateway, graders in its process", via_local),
         ("gateway -> reward_rules over gRPC", via_remote),
     ]:
-        p50, p99 = statistics.median(values), pct(values, 0.99)
+        p50, p99 = statistics.median(values), percentile(values, 0.99)
         print(f"{name:<44} {p50:>8.2f} {p99:>8.2f} {p50 - base50:>+10.2f} {p99 - base99:>+10.2f}")
 
 

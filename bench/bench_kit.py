@@ -27,7 +27,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 import zlib
@@ -40,6 +39,8 @@ from fastapi.responses import JSONResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 PROMPT = "<|im_start|>user\nHow many primes are below 30?<|im_end|>\n<|im_start|>assistant\n"
 HIDDEN = 2048
@@ -168,32 +169,10 @@ def serve_kit(workload: str, port: int) -> None:
 # -- the load -----------------------------------------------------------------------------
 
 
-def start_server(kind: str, workload: str, port: int) -> subprocess.Popen[bytes]:
+def kit_or_baseline(kind: str, workload: str, port: int) -> ServiceProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind, "--workload", workload, "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import httpx
-
-    for _ in range(600):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{kind} server did not start")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    argv = [sys.executable, __file__, "--serve", kind, "--workload", workload, "--port", str(port)]
+    return ServiceProcess(argv, f"http://127.0.0.1:{port}/readyz", env=env, stop_signal=signal.SIGINT)
 
 
 async def drive(url: str, clients: int, requests: int) -> dict[str, float]:
@@ -225,34 +204,22 @@ async def drive(url: str, clients: int, requests: int) -> dict[str, float]:
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     elapsed = time.perf_counter() - started
-    latencies.sort()
     return {
         "rps": requests / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[int(0.99 * (len(latencies) - 1))] * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
         "errors": float(errors),
     }
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_pair(workload: str, clients: int, requests: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for kind in ("baseline", "kit"):
         port = free_port()
-        proc = start_server(kind, workload, port)
-        try:
+        with kit_or_baseline(kind, workload, port):
             url = f"http://127.0.0.1:{port}/get_reward"
             asyncio.run(drive(url, min(clients, 64), min(requests, 500)))  # warm-up
             results[kind] = asyncio.run(drive(url, clients, requests))
-        finally:
-            stop_server(proc)
     return results
 
 

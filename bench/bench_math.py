@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.common.contract import Sample, Status
+from services.common.procs import percentile
 from services.reward_rules.math import MathConfig, MathGrader
 
 
@@ -130,11 +131,6 @@ def make_workload(refs: int, per_ref: int, seed: int) -> tuple[list[Sample], lis
             )
             truth.append(correct)
     return samples, truth
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def run_ours(samples: list[Sample], batch: int) -> tuple[list[bool], float, list[float], int, int]:

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.procs import ServiceProcess, free_port
 from services.common.settings import ServerSettings
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["ScriptedGrader", "ServiceProcess", "free_port", "rules_grader", "server_settings"]
 
 
 def server_settings(**overrides: object) -> ServerSettings:

@@ -5,16 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import ServiceProcess, free_port
 
 CONCURRENT = 2000
 
@@ -29,33 +26,13 @@ def served_rules() -> Iterator[str]:
         "ARBITER_REWARD_RULES__GRPC_PORT": "0",
         "ARBITER_REWARD_RULES__BATCH__MAX_WAIT_MS": "5",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "services.reward_rules"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("server did not become ready")
-    yield url
-    proc.send_signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=20) == 0, "server did not shut down cleanly on SIGTERM"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    server = ServiceProcess([sys.executable, "-m", "services.reward_rules"], f"{url}/readyz", env=env)
+    with server:
+        yield url
+    assert server.proc is not None and server.proc.returncode == 0, (
+        "server did not shut down cleanly on SIGTERM"
+    )
 
 
 def _metric(text: str, name: str) -> float:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import ServiceProcess, free_port
 
 PROMPTS, SAMPLES = 1024, 16
 CONFIG = """
@@ -65,25 +62,9 @@ def gateway_process(tmp_path: Path) -> Iterator[tuple[str, int]]:
         "ARBITER_GATEWAY__GRPC_PORT": "-1",
         "ARBITER_LOG__LEVEL": "WARNING",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "services.gateway"], env=env, stderr=subprocess.PIPE, text=True
-    )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        if proc.poll() is not None:
-            pytest.fail(f"gateway exited: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield url, proc.pid
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with ServiceProcess([sys.executable, "-m", "services.gateway"], f"{url}/readyz", env=env) as gateway:
+        yield url, gateway.pid
 
 
 def body(p: int, s: int) -> tuple[dict[str, list[str]], float]:

@@ -119,3 +119,32 @@ class Text:
 
 
 Node = Union[Num, Sym, Const, Op, Call, Pct, PlusMinus, Rel, Seq, SetOp, Matrix, Text]  # noqa: UP007
+
+
+# Function names both the normaliser and the parser must know.
+FUNCTION_NAMES = frozenset(
+    {
+        "sin",
+        "cos",
+        "tan",
+        "sec",
+        "csc",
+        "cot",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "arcsec",
+        "arccsc",
+        "arccot",
+        "sinh",
+        "cosh",
+        "tanh",
+        "coth",
+        "sech",
+        "csch",
+        "log",
+        "ln",
+        "lg",
+        "exp",
+    }
+)

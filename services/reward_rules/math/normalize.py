@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from services.reward_rules.math.nodes import FUNCTION_NAMES
+
 __all__ = ["canonical_key", "clean_answer", "strip_math_delimiters", "text_key"]
 
 _DELIMS = re.compile(r"^\s*(?:\$\$|\$|\\\[|\\\()\s*(.*?)\s*(?:\$\$|\$|\\\]|\\\))\s*$", re.S)
@@ -165,31 +167,7 @@ _UNIT_WORDS = frozenset(
         "m/s",
     ]
 )
-_MATH_WORDS = frozenset(
-    [
-        "sin",
-        "cos",
-        "tan",
-        "sec",
-        "csc",
-        "cot",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "log",
-        "ln",
-        "exp",
-        "sqrt",
-        "pi",
-        "e",
-        "i",
-        "inf",
-        "infty",
-    ]
-)
+_MATH_WORDS = FUNCTION_NAMES | {"sqrt", "pi", "e", "i", "inf", "infty"}
 
 
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}")

@@ -13,6 +13,7 @@ import re
 from fractions import Fraction
 
 from services.reward_rules.math.nodes import (
+    FUNCTION_NAMES,
     Call,
     Const,
     Matrix,
@@ -81,30 +82,7 @@ _REL_CMDS = {
 _MUL_CMDS = {"\\cdot", "\\times", "\\ast", "*", "**", "×", "·", "⋅"}
 _DIV_CMDS = {"\\div", "/", "÷"}
 _SET_CMDS = {"\\cup": "union", "\\cap": "intersect", "\\setminus": "minus", "∪": "union", "∩": "intersect"}
-_FUNCS = {
-    "sin",
-    "cos",
-    "tan",
-    "sec",
-    "csc",
-    "cot",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "arcsec",
-    "arccsc",
-    "arccot",
-    "sinh",
-    "cosh",
-    "tanh",
-    "coth",
-    "sech",
-    "csch",
-    "log",
-    "ln",
-    "lg",
-    "exp",
-}
+_FUNCS = FUNCTION_NAMES
 _FUNC_ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "tg": "tan", "ctg": "cot"}
 _GREEK = {
     "alpha",
