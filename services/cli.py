@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from services import catalog
+from services.common.auth import AuthConfigError
 from services.common.logs import configure_logging
 from services.settings import ArbiterSettings, load
 
@@ -79,7 +80,7 @@ def serve(
 
     try:
         _run(run_until_signalled(servers, announce))
-    except OSError as exc:
+    except (OSError, AuthConfigError) as exc:
         err.print(f"[red]cannot start:[/red] {exc}")
         raise typer.Exit(1) from exc
 

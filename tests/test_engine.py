@@ -139,3 +139,25 @@ async def test_a_graders_own_metrics_are_served_with_the_kits() -> None:
     await engine.stop()
     text = generate_latest(engine.metrics.registry).decode()
     assert "scripted_upstream_calls_total 3.0" in text and "arbiter_samples_total" in text
+
+
+async def test_v1_score_says_429_when_everything_was_shed() -> None:
+    import httpx
+
+    from services.common.server import GraderServer
+
+    settings = server_settings(batch=BatchSettings(max_queue=1, max_batch_size=1, max_concurrent_batches=1))
+    async with (
+        GraderServer("scripted", ScriptedGrader(batch_delay_s=0.5), settings) as server,
+        httpx.AsyncClient(base_url=server.http_url) as http,
+    ):
+        running = asyncio.create_task(http.post("/v1/score", json={"samples": [{"response": "a"}]}))
+        await asyncio.sleep(0.1)  # "a" is being graded
+        waiting = asyncio.create_task(http.post("/v1/score", json={"samples": [{"response": "b"}]}))
+        await asyncio.sleep(0.1)  # "b" fills the queue
+        shed = await http.post("/v1/score", json={"samples": [{"response": "c"}]})
+        openrlhf = await http.post("/get_reward", json={"query": ["d"], "prompts": [""], "labels": [""]})
+        assert (await running).status_code == (await waiting).status_code == 200
+    assert shed.status_code == 429 and shed.headers["retry-after"] == "1"
+    assert shed.json()["results"][0]["status"] == "OVERLOADED"
+    assert openrlhf.status_code == 200 and openrlhf.json()["extra_logs"]["status/overloaded"] == [1.0]

@@ -8,7 +8,8 @@ samples get the fallback reward and `trainer/unreachable = 1`, never an exceptio
 that would leave the trainer without a reward.
 
 Environment: ARBITER_GATEWAY (gRPC host:port, default 127.0.0.1:9100),
-ARBITER_GATEWAY_TIMEOUT_S (default 120), ARBITER_FALLBACK_REWARD (default 0).
+ARBITER_GATEWAY_TIMEOUT_S (default 120), ARBITER_FALLBACK_REWARD (default 0),
+ARBITER_AUTH_TOKEN (when the gateway requires a bearer token).
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ UNREACHABLE_KEY = "trainer/unreachable"
 
 
 class GatewayConnection:
-    def __init__(self, target: str, timeout_s: float = 120.0, fallback_reward: float = 0.0) -> None:
+    def __init__(
+        self, target: str, timeout_s: float = 120.0, fallback_reward: float = 0.0, token: str | None = None
+    ) -> None:
         self.target = target
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self.timeout_s = timeout_s
         self.fallback_reward = fallback_reward
         self._channel = grpc.insecure_channel(
@@ -58,7 +62,9 @@ class GatewayConnection:
             if remaining <= 0:
                 break
             try:
-                reply = self._stub.Score(request, timeout=remaining, wait_for_ready=True)
+                reply = self._stub.Score(
+                    request, timeout=remaining, wait_for_ready=True, metadata=self._metadata
+                )
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
                 last_error = (
@@ -105,5 +111,6 @@ def connection() -> GatewayConnection:
                 os.environ.get("ARBITER_GATEWAY", "127.0.0.1:9100"),
                 float(os.environ.get("ARBITER_GATEWAY_TIMEOUT_S", "120")),
                 float(os.environ.get("ARBITER_FALLBACK_REWARD", "0")),
+                os.environ.get("ARBITER_AUTH_TOKEN") or None,
             )
         return _connection

@@ -49,7 +49,9 @@ class ArbiterClient:
         timeout_s: float = 90.0,
         retries: int = 2,
         max_message_bytes: int = 64 * 1024 * 1024,
+        token: str | None = None,
     ) -> None:
+        """`token`: the bearer token of a service started with `auth_token_env`."""
         if not http_url and not grpc_target:
             raise ValueError("give http_url, grpc_target or both")
         self.transport: Transport = transport or ("grpc" if grpc_target else "http")
@@ -64,6 +66,7 @@ class ArbiterClient:
                 base_url=http_url.rstrip("/"),
                 timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                headers={"authorization": f"Bearer {token}"} if token else None,
             )
             if http_url
             else None
@@ -79,6 +82,7 @@ class ArbiterClient:
             if grpc_target
             else None
         )
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = (
             pb_grpc.RewardServiceStub(self._channel)  # type: ignore[no-untyped-call]
             if self._channel
@@ -140,7 +144,7 @@ class ArbiterClient:
         deadline = (timeout_s + 5.0) if timeout_s else self.timeout_s
         for attempt in range(self.retries + 1):
             try:
-                return await call(message, timeout=deadline)
+                return await call(message, timeout=deadline, metadata=self._metadata)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() in _RETRYABLE_GRPC and attempt < self.retries:
                     await asyncio.sleep(0.2 * 2**attempt)

@@ -10,6 +10,7 @@ from grpc_reflection.v1alpha import reflection
 
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
+from services.common.auth import GrpcAuthInterceptor
 from services.common.engine import ScoringEngine
 from services.common.logs import new_request_id, request_id_var
 from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
@@ -59,15 +60,18 @@ class RewardServicer(pb_grpc.RewardServiceServicer):
         return info_to_pb(self.engine.info)
 
 
-def build_grpc_server(engine: ScoringEngine) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+def build_grpc_server(
+    engine: ScoringEngine, token: str | None = None
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     """An unstarted grpc.aio server with the reward, health and reflection services."""
     limit = engine.server.max_body_bytes
     server = grpc.aio.server(
+        interceptors=[GrpcAuthInterceptor(token)] if token else None,
         options=[
             ("grpc.max_receive_message_length", limit),
             ("grpc.max_send_message_length", limit),
             ("grpc.so_reuseport", 0),
-        ]
+        ],
     )
     pb_grpc.add_RewardServiceServicer_to_server(RewardServicer(engine), server)  # type: ignore[no-untyped-call]
     health_servicer = health.aio.HealthServicer()

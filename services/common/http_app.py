@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from services.common.auth import OPEN_HTTP_PATHS, authorized
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
 from services.common.logs import new_request_id, request_id_var
@@ -33,10 +34,11 @@ class _BodyTooLargeError(Exception):
 class KitMiddleware:
     """Pure ASGI (no per-request task): request id, body size limit, request metrics."""
 
-    def __init__(self, app: ASGIApp, engine: ScoringEngine, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, engine: ScoringEngine, max_body_bytes: int, token: str | None) -> None:
         self.app = app
         self.engine = engine
         self.max_body = max_body_bytes
+        self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -51,6 +53,13 @@ class KitMiddleware:
         started = time.monotonic()
         status_code = 500
         response_started = False
+
+        presented = headers.get(b"authorization", b"").decode("latin-1")
+        if self.token is not None and path not in OPEN_HTTP_PATHS and not authorized(presented, self.token):
+            await _send_json(send, 401, _error("unauthorized", "missing or wrong bearer token"), request_id)
+            metrics.requests.labels("http", endpoint, "401").inc()
+            request_id_var.reset(token)
+            return
 
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
@@ -125,7 +134,10 @@ def _json(payload: Any, status: int = 200, info: GraderInfo | None = None) -> Re
 
 
 def build_http_app(
-    engine: ScoringEngine, title: str | None = None, routers: Sequence[APIRouter] = ()
+    engine: ScoringEngine,
+    title: str | None = None,
+    routers: Sequence[APIRouter] = (),
+    token: str | None = None,
 ) -> FastAPI:
     """A FastAPI app serving `engine` (plus a service's own routers); the caller owns start/stop."""
     server = engine.server
@@ -158,7 +170,13 @@ def build_http_app(
             request_id_var.set(request.request_id)
         results = await engine.score(request.samples, request.timeout_s or None)
         payload = ScoreResponse(results=results, grader=engine.info, request_id=request_id_var.get())
-        return _json(payload.model_dump(mode="json"), info=engine.info)
+        # Every sample shed by a full queue: say so at the HTTP level too, so clients back off.
+        # (/get_reward never does: OpenRLHF would retry and then crash; it gets the fallbacks.)
+        shed = bool(results) and all(r.status is Status.OVERLOADED for r in results)
+        response = _json(payload.model_dump(mode="json"), status=429 if shed else 200, info=engine.info)
+        if shed:
+            response.headers["retry-after"] = "1"
+        return response
 
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Response:
@@ -201,5 +219,5 @@ def build_http_app(
 
     for router in routers:
         app.include_router(router)
-    app.add_middleware(KitMiddleware, engine=engine, max_body_bytes=server.max_body_bytes)
+    app.add_middleware(KitMiddleware, engine=engine, max_body_bytes=server.max_body_bytes, token=token)
     return app

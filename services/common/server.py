@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import APIRouter
 from grpc_health.v1 import health
 
+from services.common.auth import load_token
 from services.common.cache import make_cache
 from services.common.engine import Observer, ScoringEngine
 from services.common.grader import Grader
@@ -87,11 +88,12 @@ class GraderServer:
         return f"{self.settings.host}:{self.grpc_port}" if self.grpc_port else ""
 
     async def start(self) -> None:
+        token = load_token(self.settings.auth_token_env)  # refuse to start on a named but empty token
         await self.engine.start()
         sock = _bind(self.settings.host, self.settings.http_port)
         self.http_port = sock.getsockname()[1]
         config = uvicorn.Config(
-            build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers),
+            build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token),
             lifespan="off",
             access_log=False,
             log_config=None,
@@ -106,7 +108,7 @@ class GraderServer:
             self._uvicorn.serve(sockets=[sock]), name=f"http-{self.name}"
         )
         if self.settings.grpc_port >= 0:
-            self._grpc, self._health = build_grpc_server(self.engine)
+            self._grpc, self._health = build_grpc_server(self.engine, token)
             self.grpc_port = self._grpc.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
             await self._grpc.start()
             await self._health.set("", SERVING)

@@ -69,6 +69,10 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     max_samples_per_request: int = Field(default=4096, ge=1)
     batch: BatchSettings = Field(default_factory=BatchSettings)
+    auth_token_env: str = Field(
+        default="",
+        description="env var holding a bearer token; when set, all but /healthz and /readyz require it",
+    )
 
 
 class CacheSettings(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from services.common.auth import load_token
 from services.common.engine import ScoringEngine
 from services.gateway.backends import Backend, InProcessBackend, RemoteBackend
 from services.gateway.grader import GatewayGrader
@@ -29,6 +30,7 @@ def build_gateway(
             health_interval_s=settings.health_interval_s,
             eject_after_failures=settings.eject_after_failures,
             eject_cooldown_s=settings.eject_cooldown_s,
+            token=load_token(remote.auth_token_env),
         )
     needed = {
         _owner(component.service or component.grader, grader_owners)

@@ -91,6 +91,7 @@ class RouteSpec(_Config):
 
 class RemoteService(_Config):
     replicas: list[str] = Field(min_length=1, description="gRPC host:port of each replica")
+    auth_token_env: str = Field(default="", description="env var with the replicas' bearer token")
 
 
 class GatewayServiceSettings(ServerSettings):
