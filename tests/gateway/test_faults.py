@@ -1,0 +1,83 @@
+"""Faults in a real multi-process deployment: a grader replica killed with SIGKILL mid-burst."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.helpers import ServiceProcess, free_port
+
+BURST = 1500
+
+
+def test_replica_killed_mid_burst_loses_no_sample(tmp_path: Path) -> None:
+    ports = [(free_port(), free_port()) for _ in range(2)]
+    gateway_port = free_port()
+    config = tmp_path / "arbiter.yaml"
+    replicas = ", ".join(f"'127.0.0.1:{grpc}'" for _, grpc in ports)
+    config.write_text(
+        "gateway:\n"
+        f"  services: {{reward_rules: {{replicas: [{replicas}]}}}}\n"
+        "  recipes: {default: {components: {correct: {grader: math}}}}\n"
+        "  health_interval_s: 0.5\n"
+    )
+    base_env = {**os.environ, "ARBITER_CONFIG": str(config), "ARBITER_LOG__LEVEL": "WARNING"}
+    rules = [
+        ServiceProcess(
+            [sys.executable, "-m", "services.reward_rules"],
+            f"http://127.0.0.1:{http}/readyz",
+            env={
+                **base_env,
+                "ARBITER_REWARD_RULES__HTTP_PORT": str(http),
+                "ARBITER_REWARD_RULES__GRPC_PORT": str(grpc),
+                "ARBITER_REWARD_RULES__MATH__WORKERS": "1",
+            },
+        )
+        for http, grpc in ports
+    ]
+    gateway = ServiceProcess(
+        [sys.executable, "-m", "services.gateway"],
+        f"http://127.0.0.1:{gateway_port}/readyz",
+        env={**base_env, "ARBITER_GATEWAY__HTTP_PORT": str(gateway_port), "ARBITER_GATEWAY__GRPC_PORT": "-1"},
+    )
+
+    async def burst_with_a_kill() -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=256)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{gateway_port}", limits=limits, timeout=180
+        ) as http:
+            tasks = [
+                asyncio.create_task(
+                    http.post(
+                        "/get_reward",
+                        json={
+                            "query": [f"q{i} \\boxed{{{i % 7}}}"],
+                            "prompts": [f"q{i} "],
+                            "labels": [str(i % 5)],
+                        },
+                    )
+                )
+                for i in range(BURST)
+            ]
+            await asyncio.sleep(0.7)
+            os.kill(rules[0].pid, signal.SIGKILL)  # no goodbye: its in-flight calls just break
+            return await asyncio.gather(*tasks)
+
+    for service in rules:
+        service.start()
+    try:
+        with gateway:
+            replies = asyncio.run(burst_with_a_kill())
+    finally:
+        for service in rules:
+            service.stop()
+    assert [r.status_code for r in replies] == [200] * BURST
+    for i, reply in enumerate(replies):
+        data = reply.json()
+        assert data["extra_logs"]["component/correct/ok"] == [1.0], data  # graded, not a fallback
+        assert data["rewards"] == [1.0 if i % 7 == i % 5 else 0.0]
