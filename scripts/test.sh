@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it. Installs what it needs: system packages (redis-server for the
-# cache tests, bubblewrap for the code sandbox) when missing, and .venv with the dev extras.
+# cache tests, bubblewrap for the code sandbox, chromium for the report screenshot) when missing,
+# and .venv with the dev, ray and eval extras.
 # Arguments go to pytest (e.g. -k cache, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v chromium >/dev/null || need+=(chromium)
 if [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -14,5 +16,5 @@ if [ "${#need[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-scripts/bootstrap.sh dev
+scripts/bootstrap.sh dev,ray,eval
 exec .venv/bin/python -m pytest "$@"

@@ -48,11 +48,24 @@ def serve(
     ] = None,
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="bind address for every service started")] = None,
+    ray: Annotated[
+        bool,
+        typer.Option("--ray", help="deploy on Ray Serve (deploy/ray_serve.yaml), the gateway as ingress"),
+    ] = False,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster to join with --ray (e.g. auto); default: a local Ray")
+    ] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
     from services.common.server import GraderServer, run_until_signalled
 
     settings = _settings(config)
+    if ray:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # deploy/ sits beside services/
+        from deploy.ray_serve import serve_until_signalled
+
+        serve_until_signalled(config, ray_address, host)
+        return
     names = services or list(catalog.SERVICES)
     unknown = [n for n in names if n not in catalog.SERVICES]
     if unknown:
@@ -88,35 +101,122 @@ def serve(
 @app.command()
 def score(
     input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="JSONL of samples", exists=True, dir_okay=False)
+        Path,
+        typer.Argument(
+            metavar="INPUT", help="JSONL, JSON, CSV or Parquet of samples", exists=True, dir_okay=False
+        ),
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL written with the results")],
-    grader: Annotated[str, typer.Option(help="a service name or one of its graders")] = "reward_rules",
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL written with the results (resumed)")],
+    grader: Annotated[
+        str, typer.Option(help="a service name (gateway: its recipes) or one grader")
+    ] = "reward_rules",
     prompt_key: Annotated[str, typer.Option(help="column with the prompt")] = "prompt",
     response_key: Annotated[str, typer.Option(help="column with the response")] = "response",
     label_key: Annotated[str, typer.Option(help="column with the label (reference)")] = "label",
+    prompt_id_key: Annotated[
+        str | None,
+        typer.Option(help="column grouping samples of one prompt for pass@k (default: the prompt)"),
+    ] = None,
+    datasource_key: Annotated[str, typer.Option(help="column naming each row's datasource")] = "datasource",
+    answer_key: Annotated[
+        str | None, typer.Option(help="column with pre-extracted answers for maj@k")
+    ] = None,
+    input_format: Annotated[
+        str | None, typer.Option("--format", help="jsonl | json | csv | parquet (default: from the suffix)")
+    ] = None,
+    k: Annotated[
+        list[int] | None, typer.Option("--k", help="k of pass@k / maj@k (repeat; default 1,2,4..n)")
+    ] = None,
+    correct_threshold: Annotated[
+        float, typer.Option(help="score at or above which a sample is correct")
+    ] = 0.5,
+    summary_path: Annotated[
+        Path | None, typer.Option("--summary", help="JSON summary (default OUTPUT stem + .summary.json)")
+    ] = None,
+    report_path: Annotated[
+        Path | None, typer.Option("--report", help="HTML report (default OUTPUT stem + .report.html)")
+    ] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="skip the HTML report")] = False,
+    url: Annotated[
+        str | None, typer.Option(help="score on a running deployment (http://HOST:PORT or grpc://HOST:PORT)")
+    ] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="score on Ray (a local instance unless --ray-address)")
+    ] = False,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (implies --ray)")] = None,
+    ray_actors: Annotated[int | None, typer.Option(help="Ray scoring actors (default: one per CPU)")] = None,
+    overwrite: Annotated[bool, typer.Option(help="start over instead of resuming OUTPUT")] = False,
+    durable: Annotated[bool, typer.Option(help="fsync every batch (survives power loss, slower)")] = False,
     config: ConfigOption = None,
-    batch: Annotated[int, typer.Option(help="samples in flight at once")] = 256,
+    batch: Annotated[int, typer.Option(help="samples per chunk written at once")] = 256,
 ) -> None:
-    """Score a JSONL file with a grader in this process; each row is written back with its result."""
-    from services.offline_scoring import ColumnMap, score_file
+    """Score an eval set; resumable (rerun the same command after a crash); writes summary and report."""
+    from services.evaluate.columns import ColumnMap
+    from services.evaluate.job import Backend, score_job
+    from services.evaluate.outputs import default_report_path, default_summary_path
+    from services.evaluate.readers import InputError, detect_format
+    from services.evaluate.runner import RunConflict, RunPlan
+    from services.evaluate.scorers import ScoringAborted
 
     settings = _settings(config)
-    try:
-        grader_obj = catalog.build_named_grader(grader, settings)
-    except KeyError as exc:
-        err.print(f"[red]{exc.args[0]}[/red]")
-        raise typer.Exit(2) from exc
-    server = catalog.service(catalog.grader_names()[grader]).server_settings(settings)
-    columns = ColumnMap(prompt=prompt_key, response=response_key, label=label_key)
-    summary = _run(
-        score_file(
-            input_path, output, grader_obj, server, settings, columns, batch_size=max(1, batch), console=err
-        )
+    if url is None and grader not in catalog.grader_names():
+        err.print(f"[red]unknown grader {grader!r}; available: {', '.join(catalog.grader_names())}[/red]")
+        raise typer.Exit(2)
+    columns = ColumnMap(
+        prompt=prompt_key,
+        response=response_key,
+        label=label_key,
+        datasource=datasource_key,
+        prompt_id=prompt_id_key,
+        answer=answer_key,
     )
-    summary.print(err)
-    if summary.rows == 0:
+    try:
+        plan = RunPlan(
+            input_path,
+            output,
+            detect_format(input_path, input_format),
+            columns,
+            max(1, batch),
+            overwrite=overwrite,
+            durable=durable,
+        )
+        summary = _run(
+            score_job(
+                plan,
+                Backend(grader=grader, url=url, ray=ray, ray_address=ray_address, ray_actors=ray_actors),
+                settings,
+                err,
+                ks=k or None,
+                threshold=correct_threshold,
+                summary_path=summary_path or default_summary_path(output),
+                report_path=None if no_report else report_path or default_report_path(output),
+            )
+        )
+    except (InputError, RunConflict) as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+    except ScoringAborted as exc:
+        err.print(f"[red]{exc}[/red]; rerun the same command to resume")
+        raise typer.Exit(1) from exc
+    if summary["rows"] == 0:
         raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="scored output (JSONL) or its .summary.json", exists=True)],
+    run_b: Annotated[Path, typer.Argument(help="the run to compare against RUN_A", exists=True)],
+    html: Annotated[Path | None, typer.Option("--html", help="write a report with plots")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the differences as JSON")] = None,
+) -> None:
+    """Print (and plot) how RUN_B differs from RUN_A: overall and per datasource."""
+    from services.evaluate.compare import run_compare
+
+    try:
+        run_compare(run_a, run_b, Console(), html, json_path)
+    except (ValueError, KeyError) as exc:
+        err.print(f"[red]cannot compare:[/red] {exc}")
+        raise typer.Exit(2) from exc
 
 
 @app.command()

@@ -77,6 +77,9 @@ class ArbiterClient:
                 options=[
                     ("grpc.max_receive_message_length", max_message_bytes),
                     ("grpc.max_send_message_length", max_message_bytes),
+                    # A DNS name with several replicas (compose --scale, a headless k8s Service):
+                    # spread calls over all of them, not just the first address.
+                    ("grpc.lb_policy_name", "round_robin"),
                 ],
             )
             if grpc_target

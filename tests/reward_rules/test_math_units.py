@@ -129,3 +129,16 @@ async def test_statuses_rewards_and_logs() -> None:
 
 async def test_empty_batch(math_grader: MathGrader) -> None:
     assert await math_grader.score([]) == []
+
+
+def test_a_long_expression_reference_is_not_mistaken_for_a_solution_text() -> None:
+    long_polynomial = (
+        "78310985281 x^{8} + 305999284576 x^{7} + 523129399656 x^{6} + 511258403632 x^{5} "
+        "+ 312299826755 x^{4} + 122088843824 x^{3} + 29829969816 x^{2} + 4168128256 x + 214358881"
+    )
+    assert extract_reference(long_polynomial) == long_polynomial
+    solution = (
+        "We expand the binomial with the binomial theorem, then collect the terms of equal degree "
+        "carefully, so the constant term is 214358881."
+    )
+    assert len(solution) > 120 and extract_reference(solution) == "214358881"

@@ -240,7 +240,7 @@ def extract_reference(label: str) -> str:
         extracted = extract_answer(text)
         if extracted is not None:
             return extracted.text
-    if "\n" in text or len(text) > 120:
+    if "\n" in text or (len(text) > 120 and _looks_like_prose(text)):
         anchored = _anchored(text)
         if anchored is not None:
             return anchored
@@ -248,6 +248,15 @@ def extract_reference(label: str) -> str:
         if found is not None:
             return found[0]
     return text
+
+
+_LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"\b[A-Za-z]{3,}\b")
+
+
+def _looks_like_prose(text: str) -> bool:
+    """A solution text has words; a long expression (an expanded polynomial) has none."""
+    return len(_WORD.findall(_LATEX_COMMAND.sub(" ", text))) >= 3
 
 
 def choice_letter(reference: str) -> str | None:

@@ -1,0 +1,163 @@
+"""`arbiter compare RUN_A RUN_B`: the difference between two runs, as a table and a report.
+
+A run is a scored output (JSONL, its manifest names the columns) or its summary JSON. With
+two outputs the comparison also counts prompts whose pass rate went up or down.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from services.evaluate import plots
+from services.evaluate.columns import ColumnMap
+from services.evaluate.manifest import read_manifest
+from services.evaluate.metrics import OVERALL, Aggregate, aggregate
+from services.evaluate.report import metrics_table, page
+
+_HEADLINE = ("rows", "mean_reward", "mean_score", "pass@1", "accuracy", "errors", "timeouts")
+
+
+def _columns(output: Path) -> ColumnMap:
+    manifest = read_manifest(output) or {}
+    stored = manifest.get("columns") or {}
+    return ColumnMap(**{k: v for k, v in stored.items() if k in ColumnMap.__dataclass_fields__})
+
+
+def load_run(path: Path, ks: list[int] | None = None) -> tuple[dict[str, Any], Aggregate | None]:
+    """A run's summary (and its per-row aggregate when `path` is a scored output)."""
+    if path.suffix == ".json":
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(summary, dict) or "overall" not in summary:
+            raise ValueError(f"{path} is not an arbiter score summary")
+        return summary, None
+    agg = aggregate(path, _columns(path))
+    manifest = read_manifest(path) or {}
+    return {"grader": manifest.get("grader"), "input": manifest.get("input", {}), **agg.summary(ks)}, agg
+
+
+def _headline(metrics: dict[str, Any], ks: list[int]) -> dict[str, float | None]:
+    values: dict[str, float | None] = {k: metrics.get(k) for k in _HEADLINE}
+    for k in ks:
+        if k > 1:
+            values[f"pass@{k}"] = (metrics.get("pass@k", {}).get(str(k)) or {}).get("value")
+            values[f"maj@{k}"] = (metrics.get("maj@k", {}).get(str(k)) or {}).get("value")
+    return values
+
+
+def prompt_changes(a: Aggregate, b: Aggregate) -> dict[str, int]:
+    """Prompts (present in both runs) whose pass rate rose, fell or stayed."""
+    rates = [
+        {pid: sum(ok for _, ok in votes) / len(votes) for pid, votes in agg.groups[OVERALL].prompts.items()}
+        for agg in (a, b)
+    ]
+    shared = rates[0].keys() & rates[1].keys()
+    up = sum(1 for p in shared if rates[1][p] > rates[0][p] + 1e-12)
+    down = sum(1 for p in shared if rates[1][p] < rates[0][p] - 1e-12)
+    return {
+        "shared_prompts": len(shared),
+        "improved": up,
+        "regressed": down,
+        "unchanged": len(shared) - up - down,
+    }
+
+
+def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    ks = sorted(set(a.get("ks", [1])) & set(b.get("ks", [1])))
+    sections = ["overall", *sorted(set(a["by_datasource"]) | set(b["by_datasource"]))]
+    out: dict[str, Any] = {"ks": ks, "sections": {}}
+    for name in sections:
+        ma = a["overall"] if name == "overall" else a["by_datasource"].get(name, {})
+        mb = b["overall"] if name == "overall" else b["by_datasource"].get(name, {})
+        ha, hb = _headline(ma, ks), _headline(mb, ks)
+        out["sections"][name] = {key: _delta(ha[key], hb[key]) for key in ha}
+    return out
+
+
+def _delta(a: float | None, b: float | None) -> dict[str, float | None]:
+    return {"a": a, "b": b, "delta": None if a is None or b is None else b - a}
+
+
+def print_comparison(diff: dict[str, Any], names: tuple[str, str], console: Console) -> None:
+    for section, rows in diff["sections"].items():
+        table = Table(title=f"{section}: {names[0]} -> {names[1]}")
+        for column in ("metric", "A", "B", "delta"):
+            table.add_column(column, justify="left" if column == "metric" else "right")
+        for key, v in rows.items():
+            delta = v["delta"]
+            style = "" if not delta else ("green" if delta > 0 else "red")
+            if key in ("errors", "timeouts") and delta:
+                style = "red" if delta > 0 else "green"
+            shown = "-" if delta is None else f"{delta:+.4f}"
+            table.add_row(key, _num(v["a"]), _num(v["b"]), f"[{style}]{shown}[/{style}]" if style else shown)
+        console.print(table)
+    if "prompts" in diff:
+        console.print(
+            "prompts (pass rate B vs A): " + ", ".join(f"{k} {v}" for k, v in diff["prompts"].items())
+        )
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def render(diff: dict[str, Any], a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> str:
+    sections = [s for s in diff["sections"] if s != "overall"] or ["overall"]
+    series = [
+        (names[i], [diff["sections"][s]["pass@1"][side] for s in sections])
+        for i, side in enumerate(("a", "b"))
+    ]
+    reward = [
+        (names[i], [diff["sections"][s]["mean_reward"][side] for s in sections])
+        for i, side in enumerate(("a", "b"))
+    ]
+    figures = "".join(
+        f'<div class="plot">{svg}</div>'
+        for svg in (
+            plots.bars(sections, series, "pass@1 per datasource", "pass@1"),
+            plots.bars(sections, reward, "Mean reward per datasource", "reward"),
+        )
+    )
+    delta_rows = "".join(
+        f"<tr><td>{s}</td><td>{k}</td><td>{_num(v['a'])}</td><td>{_num(v['b'])}</td>"
+        f"<td>{'-' if v['delta'] is None else format(v['delta'], '+.4f')}</td></tr>"
+        for s, rows in diff["sections"].items()
+        for k, v in rows.items()
+    )
+    return page(
+        f"arbiter compare: {names[0]} vs {names[1]}",
+        [
+            ("Plots", f'<div class="plots">{figures}</div>'),
+            (
+                "Differences",
+                "<table><tr><th>section</th><th>metric</th><th>A</th><th>B</th><th>B - A</th></tr>"
+                + delta_rows
+                + "</table>",
+            ),
+            (f"A: {names[0]}", metrics_table(a)),
+            (f"B: {names[1]}", metrics_table(b)),
+        ],
+    )
+
+
+def run_compare(
+    path_a: Path, path_b: Path, console: Console, html_path: Path | None, json_path: Path | None
+) -> dict[str, Any]:
+    a, agg_a = load_run(path_a)
+    b, agg_b = load_run(path_b)
+    diff = compare(a, b)
+    if agg_a is not None and agg_b is not None:
+        diff["prompts"] = prompt_changes(agg_a, agg_b)
+    names = (path_a.name, path_b.name) if path_a.name != path_b.name else (str(path_a), str(path_b))
+    print_comparison(diff, names, console)
+    if html_path is not None:
+        html_path.write_text(render(diff, a, b, names), encoding="utf-8")
+    if json_path is not None:
+        json_path.write_text(json.dumps(diff, indent=2) + "\n", encoding="utf-8")
+    return diff

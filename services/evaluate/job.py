@@ -1,0 +1,78 @@
+"""One `arbiter score` run end to end: score (here, on a deployment or on Ray), then summarize."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from services.evaluate.outputs import summarize, write_outputs
+from services.evaluate.runner import RunOutcome, RunPlan, run, run_local
+from services.evaluate.scorers import EngineScorer, RemoteScorer
+from services.evaluate.tables import print_summary
+from services.settings import ArbiterSettings
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where results come from: in-process (default), `url`, or Ray (`ray` / `ray_address`)."""
+
+    grader: str = "reward_rules"
+    url: str | None = None
+    ray: bool = False
+    ray_address: str | None = None
+    ray_actors: int | None = None
+    ray_cpus: int | None = None
+
+
+async def _score(
+    plan: RunPlan, backend: Backend, settings: ArbiterSettings, console: Console | None
+) -> RunOutcome:
+    if backend.url:
+        return await run_local(plan, RemoteScorer(backend.url), console, source=backend.url)
+    if backend.ray or backend.ray_address:
+        from services.evaluate.ray_runner import RayScorer
+
+        ray_scorer = RayScorer(
+            backend.grader,
+            settings.model_dump_json(),
+            plan.columns,
+            address=backend.ray_address,
+            actors=backend.ray_actors,
+            num_cpus=backend.ray_cpus,
+        )
+        try:
+            info = await ray_scorer.start()
+            ray_plan = RunPlan(**{**plan.__dict__, "window": ray_scorer.window})
+            return await run(ray_plan, info, ray_scorer.chunk_scorer(), "ray", console)
+        finally:
+            ray_scorer.stop()
+    from services import catalog
+
+    grader = catalog.build_named_grader(backend.grader, settings)
+    server = catalog.service(catalog.grader_names()[backend.grader]).server_settings(settings)
+    return await run_local(plan, EngineScorer(grader, server, settings), console)
+
+
+async def score_job(
+    plan: RunPlan,
+    backend: Backend,
+    settings: ArbiterSettings,
+    console: Console | None,
+    ks: Sequence[int] | None = None,
+    threshold: float = 0.5,
+    summary_path: Path | None = None,
+    report_path: Path | None = None,
+) -> dict[str, Any]:
+    outcome = await _score(plan, backend, settings, console)
+    summary, agg = summarize(plan, outcome, ks, threshold)
+    write_outputs(summary, agg, summary_path, report_path)
+    if console is not None:
+        print_summary(summary, console)
+        written = [str(p) for p in (summary_path, report_path) if p is not None]
+        if written:
+            console.print("wrote " + ", ".join(written))
+    return summary

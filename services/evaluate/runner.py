@@ -1,0 +1,164 @@
+"""Score a file into an append-only JSONL, resuming a killed run where it stopped.
+
+Chunks are scored concurrently (a window of them in flight) but written strictly in input
+order, one write per chunk, so the output's complete lines are always a prefix of the input:
+kill the process at any point and the same command continues with no row lost or repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from services.common.contract import GraderInfo, Sample
+from services.evaluate.columns import ColumnMap, to_sample
+from services.evaluate.manifest import build_manifest, mismatch, read_manifest, write_manifest
+from services.evaluate.readers import Format, InputRow, count_rows, read_rows
+from services.evaluate.scorers import Scorer
+from services.evaluate.writer import AppendWriter, completed_rows
+
+ChunkScorer = Callable[[list[InputRow]], Awaitable[list[dict[str, Any]]]]
+
+
+class RunConflict(RuntimeError):
+    """The output holds rows of a different run; resuming would mix two rewards or inputs."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    input_path: Path
+    output_path: Path
+    input_format: Format
+    columns: ColumnMap
+    batch_size: int = 256
+    window: int = 4  # chunks in flight at once
+    overwrite: bool = False
+    durable: bool = False
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    total: int
+    resumed_from: int  # rows already in the output when this run started
+    grader: GraderInfo
+    manifest: dict[str, Any]
+
+
+async def score_rows(scorer: Scorer, rows: list[InputRow], columns: ColumnMap) -> list[dict[str, Any]]:
+    """The output records of `rows`, in order: each row as read plus its result."""
+    parsed = [to_sample(row, columns) for row in rows]
+    samples = [item for _, item in parsed if isinstance(item, Sample)]
+    scored = iter(await scorer.score(samples))
+    records = []
+    for record, item in parsed:
+        result = next(scored) if isinstance(item, Sample) else scorer.invalid(item)
+        records.append({**record, **result.model_dump(mode="json")})
+    return records
+
+
+def _chunks(rows: Iterator[InputRow], size: int) -> Iterator[list[InputRow]]:
+    while chunk := list(islice(rows, size)):
+        yield chunk
+
+
+def prepare(plan: RunPlan, grader: GraderInfo, source: str) -> tuple[int, dict[str, Any]]:
+    """Rows to skip and the manifest; raises RunConflict when the output belongs to another run."""
+    manifest = build_manifest(grader, plan.input_path, plan.input_format, plan.columns.as_dict(), source)
+    previous = read_manifest(plan.output_path)
+    if previous is not None and plan.output_path.exists() and not plan.overwrite:
+        reason = mismatch(previous, manifest)
+        if reason:
+            raise RunConflict(
+                f"{plan.output_path} holds another run's rows ({reason}); "
+                "pass --overwrite to start over or choose another --output"
+            )
+        return completed_rows(plan.output_path), manifest
+    write_manifest(plan.output_path, manifest)
+    return -1, manifest  # -1: start a fresh output
+
+
+def progress_bar(console: Console | None) -> Progress:
+    return Progress(
+        TextColumn("[bold]scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:.1f} rows/s"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=console is None,
+    )
+
+
+async def run(
+    plan: RunPlan,
+    grader: GraderInfo,
+    score_chunk: ChunkScorer,
+    source: str = "in-process",
+    console: Console | None = None,
+) -> RunOutcome:
+    total = count_rows(plan.input_path, plan.input_format)
+    start, manifest = prepare(plan, grader, source)
+    fresh = start < 0
+    start = max(start, 0)
+    if console is not None and start:
+        console.print(f"resuming {plan.output_path}: {start} of {total} rows already scored")
+    progress = progress_bar(console)
+    began = time.monotonic()
+    done = 0
+    with progress, AppendWriter(plan.output_path, fresh=fresh, durable=plan.durable) as writer:
+        task = progress.add_task("score", total=total, completed=start, rate=0.0)
+        in_flight: deque[asyncio.Task[list[dict[str, Any]]]] = deque()
+
+        def write(records: list[dict[str, Any]]) -> None:
+            nonlocal done
+            writer.write(records)
+            done += len(records)
+            elapsed = time.monotonic() - began
+            progress.update(task, advance=len(records), rate=done / elapsed if elapsed > 0 else 0.0)
+
+        try:
+            rows = read_rows(plan.input_path, plan.input_format, start)
+            for chunk in _chunks(rows, max(1, plan.batch_size)):
+                in_flight.append(asyncio.ensure_future(score_chunk(chunk)))
+                if len(in_flight) >= max(1, plan.window):
+                    write(await in_flight.popleft())
+            while in_flight:
+                write(await in_flight.popleft())
+        finally:
+            for pending in in_flight:
+                pending.cancel()
+            if in_flight:
+                await asyncio.gather(*in_flight, return_exceptions=True)
+    return RunOutcome(total=total, resumed_from=start, grader=grader, manifest=manifest)
+
+
+async def run_local(
+    plan: RunPlan, scorer: Scorer, console: Console | None = None, source: str = "in-process"
+) -> RunOutcome:
+    """Start the scorer, run the plan through it, stop it whatever happens."""
+    await scorer.start()
+    try:
+        return await run(
+            plan, scorer.info, lambda rows: score_rows(scorer, rows, plan.columns), source, console
+        )
+    finally:
+        await scorer.stop()

@@ -1,0 +1,120 @@
+"""Where results come from: the grader in this process (the servers' engine) or a deployment."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
+
+from services.common.cache import make_cache
+from services.common.client import ArbiterClient
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.engine import ScoringEngine
+from services.common.grader import Grader
+from services.common.settings import KitSettings, ServerSettings
+
+T = TypeVar("T")
+
+
+class ScoringAborted(RuntimeError):
+    """Scoring cannot go on (a deployment stays unreachable); what was written is kept for resuming."""
+
+
+class Scorer(Protocol):
+    @property
+    def info(self) -> GraderInfo: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]: ...
+
+    def invalid(self, detail: str) -> Result:
+        """The result of a row that never became a sample."""
+        ...
+
+
+class EngineScorer:
+    """The same ScoringEngine the servers run: batching, deadlines, fallbacks, emergence logs."""
+
+    def __init__(self, grader: Grader, server: ServerSettings, settings: KitSettings) -> None:
+        self.engine = ScoringEngine(grader, server, make_cache(settings.cache), settings.emergence)
+
+    @property
+    def info(self) -> GraderInfo:
+        return self.engine.info
+
+    async def start(self) -> None:
+        await self.engine.start()
+
+    async def stop(self) -> None:
+        await self.engine.stop()
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        return await self.engine.score(samples) if samples else []
+
+    def invalid(self, detail: str) -> Result:
+        return self.engine.finish_fallback(None, Status.INVALID_INPUT, detail)
+
+
+def client_for(url: str, timeout_s: float = 120.0) -> ArbiterClient:
+    """`grpc://host:port` speaks gRPC; anything else is the service's HTTP base URL."""
+    if url.startswith("grpc://"):
+        return ArbiterClient(grpc_target=url.removeprefix("grpc://"), timeout_s=timeout_s)
+    base = url.rstrip("/").removesuffix("/get_reward").removesuffix("/v1/score")
+    return ArbiterClient(http_url=base, timeout_s=timeout_s)
+
+
+class RemoteScorer:
+    """A running deployment over /v1/score or gRPC, a batch per request, retried before giving up.
+
+    A request that keeps failing aborts the run instead of writing fallback rows, so a restart
+    scores those rows for real.
+    """
+
+    def __init__(self, url: str, attempts: int = 5, timeout_s: float = 120.0) -> None:
+        self.url = url
+        self.attempts = max(1, attempts)
+        self.client = client_for(url, timeout_s)
+        self._info: GraderInfo | None = None
+
+    @property
+    def info(self) -> GraderInfo:
+        if self._info is None:
+            raise RuntimeError("start() first")
+        return self._info
+
+    async def start(self) -> None:
+        try:
+            self._info = await self._retry(self.client.info)
+        except ScoringAborted:
+            await self.client.aclose()
+            raise
+
+    async def stop(self) -> None:
+        await self.client.aclose()
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        if not samples:
+            return []
+        response = await self._retry(lambda: self.client.score(samples))
+        if response.grader.config_hash != self.info.config_hash:
+            raise ScoringAborted(
+                f"{self.url} changed its reward mid-run (config {self.info.config_hash} -> "
+                f"{response.grader.config_hash}); start a new output"
+            )
+        return response.results
+
+    def invalid(self, detail: str) -> Result:
+        return Result(reward=0.0, score=0.0, status=Status.INVALID_INPUT, detail=detail)
+
+    async def _retry(self, call: Callable[[], Awaitable[T]]) -> T:
+        error: Exception | None = None
+        for attempt in range(self.attempts):
+            try:
+                return await call()
+            except Exception as exc:  # ArbiterClientError, httpx / grpc transport errors, timeouts
+                error = exc
+            await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
+        raise ScoringAborted(f"{self.url} failed {self.attempts} times: {error}")
