@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it. Installs what it needs: system packages (redis-server for the
 # cache tests, bubblewrap for the code sandbox, chromium for the report screenshot) when missing,
-# and .venv with the dev, ray and eval extras.
+# and .venv with the dev, ray, eval and rm (CPU torch) extras.
 # Arguments go to pytest (e.g. -k cache, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +16,5 @@ if [ "${#need[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-scripts/bootstrap.sh dev,ray,eval
+scripts/bootstrap.sh dev,ray,eval,rm
 exec .venv/bin/python -m pytest "$@"

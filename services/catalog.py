@@ -55,6 +55,19 @@ def _judge_proxy() -> ServiceSpec:
     )
 
 
+def _reward_rm() -> ServiceSpec:
+    from services.reward_rm import service as rm
+
+    return ServiceSpec(
+        name="reward_rm",
+        summary="reward model (OpenRLHF RewardModel or HF *ForSequenceClassification): transformers or vLLM",
+        grader_names=("rm",),
+        server_settings=lambda s: s.reward_rm,
+        build=lambda s: rm.build_grader(s.reward_rm),
+        build_one=lambda s, _: rm.build_grader(s.reward_rm),
+    )
+
+
 def _gateway() -> ServiceSpec:
     def build(settings: ArbiterSettings) -> Grader:
         return build_gateway_grader(settings, peers={})
@@ -73,6 +86,7 @@ def _gateway() -> ServiceSpec:
 SERVICES: dict[str, Callable[[], ServiceSpec]] = {
     "reward_rules": _reward_rules,
     "judge_proxy": _judge_proxy,
+    "reward_rm": _reward_rm,
     "gateway": _gateway,
 }
 

@@ -61,12 +61,16 @@ def serve(
 
     settings = _settings(config)
     if ray:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # deploy/ sits beside services/
         from deploy.ray_serve import serve_until_signalled
 
         serve_until_signalled(config, ray_address, host)
         return
     names = services or list(catalog.SERVICES)
+    if not services and not settings.reward_rm.checkpoint:  # nothing to serve without a model
+        names.remove("reward_rm")
+        err.print(
+            "reward_rm skipped: no checkpoint (set reward_rm.checkpoint or ARBITER_REWARD_RM__CHECKPOINT)"
+        )
     unknown = [n for n in names if n not in catalog.SERVICES]
     if unknown:
         err.print(
@@ -235,6 +239,45 @@ def check(
     report = _run(probe(url, prompt, response, label, timeout))
     report.print(err)
     if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("rm-eval")
+def rm_eval(
+    input_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PAIRS", help="JSONL of {prompt, chosen, rejected[, subset]}", exists=True, dir_okay=False
+        ),
+    ],
+    checkpoint: Annotated[str, typer.Option(help="reward model directory (else reward_rm.checkpoint)")] = "",
+    prompt_key: Annotated[str, typer.Option()] = "prompt",
+    chosen_key: Annotated[str, typer.Option()] = "chosen",
+    rejected_key: Annotated[str, typer.Option()] = "rejected",
+    subset_key: Annotated[str, typer.Option(help="column to break accuracy down by")] = "subset",
+    batch: Annotated[int, typer.Option(help="pairs per batch")] = 64,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="JSONL, one line per scored pair")
+    ] = None,
+    summary: Annotated[Path | None, typer.Option(help="JSON file with the report")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Pairwise accuracy of the reward model (chosen strictly above rejected), overall and per subset."""
+    from services.reward_rm.rm_eval import rm_eval_command
+
+    report = rm_eval_command(
+        input_path,
+        checkpoint=checkpoint,
+        config=config,
+        prompt_key=prompt_key,
+        chosen_key=chosen_key,
+        rejected_key=rejected_key,
+        subset_key=subset_key,
+        batch_pairs=batch,
+        output=output,
+        json_summary=summary,
+    )
+    if report.overall.pairs == 0:
         raise typer.Exit(1)
 
 

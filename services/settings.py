@@ -13,6 +13,7 @@ from pydantic import Field
 from services.common.settings import KitSettings, load_settings
 from services.gateway.settings import GatewayServiceSettings
 from services.judge_proxy.settings import JudgeServiceSettings
+from services.reward_rm.settings import RMServiceSettings
 from services.reward_rules.settings import RulesServiceSettings
 
 
@@ -20,6 +21,7 @@ class ArbiterSettings(KitSettings):
     gateway: GatewayServiceSettings = Field(default_factory=GatewayServiceSettings)
     reward_rules: RulesServiceSettings = Field(default_factory=RulesServiceSettings)
     judge_proxy: JudgeServiceSettings = Field(default_factory=JudgeServiceSettings)
+    reward_rm: RMServiceSettings = Field(default_factory=RMServiceSettings)
 
 
 def load(config_file: str | Path | None = None) -> ArbiterSettings:

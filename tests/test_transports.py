@@ -48,12 +48,17 @@ async def test_openrlhf_body_over_http_matches_grpc(rules_server: GraderServer) 
     assert first["response/stopped"] == [1.0] and first["status/ok"] == [1.0]
     assert per_sample[3]["extra_logs"]["response/stopped"] == [0.0]  # no EOS: hit the length cap
 
-    # The same samples over gRPC give the same numbers. OpenRLHF strips EOS and notes why it stopped.
+    # The same samples over gRPC give the same numbers. /get_reward strips the EOS text and notes
+    # where the sample came from, why it stopped and what was cut (so prompt+response+eos == query).
     samples = [
         Sample(
             prompt=PROMPT,
             response=r.removesuffix("<|im_end|>"),
-            metadata={"finish_reason": "stop" if r.endswith("<|im_end|>") else "length"},
+            metadata={
+                "finish_reason": "stop" if r.endswith("<|im_end|>") else "length",
+                "source": "openrlhf",
+                "eos_text": "<|im_end|>" if r.endswith("<|im_end|>") else "",
+            },
         )
         for r in RESPONSES
     ]

@@ -109,12 +109,17 @@ class RedisCache:
         import redis.asyncio as redis
 
         self._settings = settings
-        self._client = redis.Redis.from_url(
+        # A bounded pool that waits (up to the timeout) for a free connection: a burst of
+        # thousands of requests must not open thousands of sockets to Redis.
+        pool = redis.BlockingConnectionPool.from_url(
             settings.redis_url,
+            max_connections=settings.redis_max_connections,
+            timeout=settings.redis_timeout_s,
             socket_timeout=settings.redis_timeout_s,
             socket_connect_timeout=settings.redis_timeout_s,
             retry_on_timeout=False,
         )
+        self._client = redis.Redis(connection_pool=pool)
         self._down_until = 0.0
 
     @property
@@ -160,7 +165,7 @@ class RedisCache:
             self._degrade("write", exc)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._client.aclose(close_connection_pool=True)
 
 
 def make_cache(settings: CacheSettings) -> Cache:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arbiter.v1 import reward_pb2 as pb
-from arbiter.v1 import reward_pb2_grpc as pb_grpc
 from services.common.auth import GrpcAuthInterceptor
 from services.common.engine import ScoringEngine
 from services.common.logs import new_request_id, request_id_var
@@ -18,9 +18,19 @@ from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RewardService"].full_name
 
 
-class RewardServicer(pb_grpc.RewardServiceServicer):
+class RewardServicer:
     def __init__(self, engine: ScoringEngine) -> None:
         self.engine = engine
+
+    async def score_raw(self, raw: bytes, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
+        """Score, decoding the request here: malformed bytes are INVALID_ARGUMENT, not UNKNOWN."""
+        try:
+            request = pb.ScoreRequest.FromString(raw)
+        except DecodeError as exc:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"the request is not an arbiter.v1.ScoreRequest: {exc}"
+            )
+        return await self.Score(request, context)
 
     async def Score(self, request: pb.ScoreRequest, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
         metadata = dict(context.invocation_metadata() or ())
@@ -73,7 +83,20 @@ def build_grpc_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    pb_grpc.add_RewardServiceServicer_to_server(RewardServicer(engine), server)  # type: ignore[no-untyped-call]
+    servicer = RewardServicer(engine)
+    handlers = {
+        "Score": grpc.unary_unary_rpc_method_handler(
+            servicer.score_raw,
+            request_deserializer=None,
+            response_serializer=pb.ScoreResponse.SerializeToString,
+        ),
+        "Info": grpc.unary_unary_rpc_method_handler(
+            servicer.Info,
+            request_deserializer=pb.InfoRequest.FromString,
+            response_serializer=pb.GraderInfo.SerializeToString,
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

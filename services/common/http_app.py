@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from services.common.auth import OPEN_HTTP_PATHS, authorized
@@ -145,13 +146,14 @@ def build_http_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # Without the offending input: it may be NaN or huge, and must not break the error itself.
+        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx")} for e in exc.errors()[:20]]
         problems = [
             f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err.get('msg')}"
-            for err in exc.errors()[:20]
+            for err in errors
         ]
         return JSONResponse(
-            status_code=422,
-            content={**_error("invalid_request", "; ".join(problems)), "detail": exc.errors()[:20]},
+            status_code=422, content={**_error("invalid_request", "; ".join(problems)), "detail": errors}
         )
 
     @app.exception_handler(HTTPException)
@@ -181,10 +183,13 @@ def build_http_app(
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Response:
         try:
-            data = orjson.loads(await request.body())
-            items = to_samples(data, engine.eos_markers)
-        except orjson.JSONDecodeError as exc:
+            # The stdlib, not orjson: it reads what Python clients send (NaN, lone surrogates) and
+            # keeps integers beyond 64 bits exact (orjson rounds them to floats: a wrong label).
+            data = json.loads(await request.body())
+        except (ValueError, RecursionError) as exc:
             return _json(_error("invalid_json", f"body is not valid JSON: {exc}"), 400)
+        try:
+            items = to_samples(data, engine.eos_markers)
         except BodyError as exc:
             return _json(_error("invalid_body", str(exc)), 400)
         if len(items) > server.max_samples_per_request:
@@ -213,7 +218,7 @@ def build_http_app(
             return _json({"status": "starting"}, 503)
         return _json({"status": "ready", "queue": len(engine.batcher)})
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> Response:
         return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 

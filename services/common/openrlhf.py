@@ -17,6 +17,10 @@ from services.common.contract import Result, Sample
 from services.common.emergence import strip_eos
 
 PROMPT_MISMATCH_KEY = "input/prompt_mismatch"
+# Metadata of samples that came from OpenRLHF: where from, and the end-of-sequence text cut off
+# the response (a reward model puts it back: it reads its reward at the EOS token).
+SOURCE_KEY = "source"
+EOS_TEXT_KEY = "eos_text"
 
 
 class BodyError(ValueError):
@@ -58,24 +62,37 @@ def _label_text(label: Any) -> str | None:
     return None
 
 
-def split_query(query: str, prompt: str, eos_markers: Sequence[str]) -> tuple[str, bool, str]:
-    """The response part of `query` (= prompt + response), whether the prompt matched, finish reason.
+@dataclass(frozen=True, slots=True)
+class SplitQuery:
+    prompt: str  # the part of the query before the response (the prompt as OpenRLHF decoded it)
+    response: str  # without the trailing EOS text
+    matched: bool  # the query started with the prompt sent beside it
+    finish_reason: str  # "stop" when it ended with an EOS text, else "length"
+    eos_text: str  # what was cut off the end
+
+
+def split_query(query: str, prompt: str, eos_markers: Sequence[str]) -> SplitQuery:
+    """Split OpenRLHF's `query` (= prompt + response) so that prompt + response + eos_text == query.
 
     OpenRLHF decodes with special tokens kept, so a trailing EOS text means the model
     stopped on its own; without one the rollout hit the length cap.
     """
     if query.startswith(prompt):
-        response, matched = query[len(prompt) :], True
+        cut, matched = len(prompt), True
     else:
         # Re-tokenisation can change whitespace at the join; cut at the common prefix.
-        common = 0
+        cut = 0
         for a, b in zip(query, prompt, strict=False):
             if a != b:
                 break
-            common += 1
-        response, matched = query[common:], False
+            cut += 1
+        matched = False
+    response = query[cut:]
     stripped, had_eos = strip_eos(response, eos_markers)
-    return stripped, matched, "stop" if had_eos else "length"
+    eos_text = response[len(stripped) :] if had_eos else ""
+    if not had_eos:
+        stripped = response  # keep trailing whitespace: nothing was cut
+    return SplitQuery(query[:cut], stripped, matched, "stop" if had_eos else "length", eos_text)
 
 
 def to_samples(data: dict[str, Any], eos_markers: Sequence[str]) -> list[ParsedItem]:
@@ -105,9 +122,14 @@ def to_samples(data: dict[str, Any], eos_markers: Sequence[str]) -> list[ParsedI
         if label is None:
             items.append(ParsedItem(None, f"labels[{index}] has unusable type {type(raw_label).__name__}"))
             continue
-        response, matched, finish = split_query(text, prompt, eos_markers)
-        sample = Sample(prompt=prompt, response=response, label=label, metadata={"finish_reason": finish})
-        items.append(ParsedItem(sample, prompt_mismatch=not matched))
+        split = split_query(text, prompt, eos_markers)
+        metadata = {
+            "finish_reason": split.finish_reason,
+            SOURCE_KEY: "openrlhf",
+            EOS_TEXT_KEY: split.eos_text,
+        }
+        sample = Sample(prompt=split.prompt, response=split.response, label=label, metadata=metadata)
+        items.append(ParsedItem(sample, prompt_mismatch=not split.matched))
     return items
 
 

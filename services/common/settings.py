@@ -82,6 +82,7 @@ class CacheSettings(BaseModel):
     ttl_s: int = Field(default=7 * 24 * 3600, ge=0, description="0 keeps entries forever")
     redis_timeout_s: float = Field(default=0.25, gt=0)
     redis_retry_after_s: float = Field(default=5.0, ge=0, description="pause after Redis fails")
+    redis_max_connections: int = Field(default=32, ge=1, description="pooled connections per process")
 
 
 class EmergenceSettings(BaseModel):

@@ -1,0 +1,171 @@
+"""`RMGrader` (grader name "rm"): a reward model as an Arbiter grader.
+
+reward = the value head at the last token (EOS), normalized by the checkpoint's mean/std
+when configured, through a sigmoid only when configured; score = reward (what OpenRLHF's
+serve_rm.py answers too). Per-sample logs: `rm/tokens`, `rm/truncated`, `rm/templated`,
+`rm/raw_reward` (the head value before normalization).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from services.common.contract import GraderInfo, Result, Sample, Status
+from services.common.grader import config_hash
+from services.reward_rm.backends.base import BackendError, RMBackend
+from services.reward_rm.backends.factory import make_backend
+from services.reward_rm.checkpoint import CheckpointError, CheckpointInfo, read_checkpoint
+from services.reward_rm.inputs import Encoded, InputBuilder, load_tokenizer
+from services.reward_rm.settings import RMServiceSettings
+
+VERSION = "1.0.0"
+LOG_KEYS = ("rm/tokens", "rm/truncated", "rm/templated", "rm/raw_reward")
+
+BackendFactory = Callable[[CheckpointInfo, RMServiceSettings], RMBackend]
+
+
+class RMGrader:
+    """Cheap to construct (reads config.json only); the tokenizer and model load at `start`
+    or on the first batch."""
+
+    def __init__(self, settings: RMServiceSettings, backend_factory: BackendFactory = make_backend) -> None:
+        self.settings = settings
+        self.checkpoint: CheckpointInfo | None = None
+        self.problem = ""
+        if not settings.checkpoint:
+            self.problem = "reward_rm.checkpoint is not set (ARBITER_REWARD_RM__CHECKPOINT=/path/to/model)"
+        else:
+            try:
+                self.checkpoint = read_checkpoint(settings.checkpoint, settings.value_head_prefix)
+            except CheckpointError as exc:
+                self.problem = str(exc)
+        self.backend: RMBackend | None = (
+            backend_factory(self.checkpoint, settings) if self.checkpoint is not None else None
+        )
+        fingerprint: dict[str, Any] = {**settings.fingerprint(), "weights": self._weights_id()}
+        self._info = GraderInfo(
+            name="rm",
+            version=VERSION,
+            config_hash=config_hash(fingerprint),
+            capabilities=["reward_model", settings.backend],
+            log_keys=list(LOG_KEYS),
+        )
+        self._builder: InputBuilder | None = None
+        self._starting: asyncio.Lock | None = None
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return LOG_KEYS
+
+    @property
+    def normalize(self) -> bool:
+        if self.settings.normalize is not None:
+            return self.settings.normalize
+        return self.checkpoint is not None and self.checkpoint.normalize_reward
+
+    async def start(self) -> None:
+        """Load the tokenizer and the model (or reach the server) before the first request."""
+        if self._builder is not None:
+            return
+        if self.checkpoint is None or self.backend is None:
+            raise CheckpointError(self.problem)
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._builder is None:
+                checkpoint = self.checkpoint
+                tokenizer = await asyncio.to_thread(
+                    load_tokenizer, self.settings.tokenizer or str(checkpoint.path)
+                )
+                append_eos = self.settings.append_eos
+                if append_eos is None:
+                    append_eos = checkpoint.kind == "openrlhf"
+                await self.backend.start()
+                self._builder = InputBuilder(tokenizer, self.settings, append_eos)
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        try:
+            await self.start()
+        except Exception as exc:  # every sample learns why; the kit need not retry one by one
+            detail = f"reward model unavailable: {exc}"
+            return [self._failure(Status.GRADER_ERROR, detail[:500]) for _ in samples]
+        builder, backend = self._builder, self.backend
+        assert builder is not None and backend is not None
+        encoded = await asyncio.to_thread(builder.encode, samples)
+        usable = [i for i, item in enumerate(encoded) if not item.problem]
+        # Identical inputs are scored once: less work, and equal texts get exactly equal rewards.
+        unique = list(dict.fromkeys(tuple(encoded[i].ids) for i in usable))
+        try:
+            values = await backend.rewards(unique) if unique else []
+        except BackendError as exc:  # the model server failed: say so per sample, retrying is its job
+            return [
+                self._failure(Status.INVALID_INPUT, item.problem, item)
+                if item.problem
+                else self._failure(Status.UPSTREAM_ERROR, str(exc)[:500], item)
+                for item in encoded
+            ]
+        by_ids = dict(zip(unique, values, strict=True))
+        by_index = {i: by_ids[tuple(encoded[i].ids)] for i in usable}
+        results: list[Result] = []
+        for index, item in enumerate(encoded):
+            if item.problem:
+                results.append(self._failure(Status.INVALID_INPUT, item.problem, item))
+            else:
+                results.append(self._result(by_index[index], backend.normalized, item))
+        return results
+
+    async def aclose(self) -> None:
+        if self.backend is not None:
+            await self.backend.aclose()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _result(self, value: float, normalized: bool, item: Encoded) -> Result:
+        assert self.checkpoint is not None
+        mean, std = self.checkpoint.mean, self.checkpoint.std
+        raw = value * std + mean if normalized else value
+        reward = raw
+        if self.normalize:
+            reward = value if normalized else (raw - mean) / std
+        if self.settings.activation == "sigmoid" and math.isfinite(reward):
+            reward = _sigmoid(reward)
+        logs = self._logs(item, raw if math.isfinite(raw) else 0.0)
+        if not math.isfinite(reward):
+            return self._failure(Status.GRADER_ERROR, f"the reward model produced {value}", item)
+        detail = f"{item.input_tokens} tokens"
+        if item.truncated:
+            kept = "the end" if self.settings.truncation_side == "left" else "the start, EOS last"
+            detail += f", truncated to {len(item.ids)} (max_length {self.settings.max_length}; kept {kept})"
+        return Result(reward=reward, score=reward, status=Status.OK, detail=detail, logs=logs)
+
+    def _failure(self, status: Status, detail: str, item: Encoded | None = None) -> Result:
+        logs = self._logs(item, 0.0) if item is not None else dict.fromkeys(LOG_KEYS, 0.0)
+        return Result(reward=0.0, score=0.0, status=status, detail=detail, logs=logs)
+
+    @staticmethod
+    def _logs(item: Encoded | None, raw: float) -> dict[str, float]:
+        if item is None:
+            return dict.fromkeys(LOG_KEYS, 0.0)
+        return {
+            "rm/tokens": float(item.input_tokens),
+            "rm/truncated": float(item.truncated),
+            "rm/templated": float(item.templated),
+            "rm/raw_reward": raw,
+        }
+
+    def _weights_id(self) -> str:
+        return self.checkpoint.fingerprint if self.checkpoint is not None else ""
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)

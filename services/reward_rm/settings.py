@@ -1,0 +1,121 @@
+"""Settings of the reward_rm service (section `reward_rm` of the Arbiter settings)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from services.common.settings import BatchSettings, ServerSettings
+
+
+def _rm_batch() -> BatchSettings:
+    # A CPU forward uses every core: one batch at a time, as large as the queue allows;
+    # the backend re-splits it by token budget.
+    return BatchSettings(max_batch_size=256, max_wait_ms=5.0, max_queue=20_000, max_concurrent_batches=1)
+
+
+def _vllm_batch() -> BatchSettings:
+    # vLLM batches continuously on its side: keep many requests in flight.
+    return BatchSettings(max_batch_size=64, max_wait_ms=2.0, max_queue=20_000, max_concurrent_batches=16)
+
+
+class VLLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(default="http://127.0.0.1:8000", description="base URL of the vLLM pooling server")
+    model: str = Field(default="", description="served model name; empty lets the server pick its only one")
+    endpoint: Literal["classify", "pooling"] = "classify"
+    max_connections: int = Field(default=64, ge=1, description="size of the one connection pool")
+    request_size: int = Field(
+        default=8, ge=1, description="samples per HTTP request; requests run concurrently"
+    )
+    timeout_s: float = Field(default=120.0, gt=0)
+    server_normalizes: bool | None = Field(
+        default=None,
+        description="the server applies mean/std (pooler-config logit_mean/logit_sigma); "
+        "None: it does when the checkpoint's normalize_reward is on, as `launch` configures it",
+    )
+
+
+class RMServiceSettings(ServerSettings):
+    http_port: int = Field(default=8102, ge=0, le=65535, description="0 picks a free port")
+    grpc_port: int = Field(default=9102, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
+    batch: BatchSettings = Field(default_factory=_rm_batch)
+
+    checkpoint: str = Field(
+        default="", description="directory of an OpenRLHF RewardModel or HF seq-cls model"
+    )
+    tokenizer: str = Field(default="", description="tokenizer directory; empty: the checkpoint's")
+    backend: Literal["transformers", "vllm"] = "transformers"
+    device: str = Field(
+        default="cpu", description="torch device of the transformers backend: cpu, cuda, cuda:1"
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto", description="auto: float32 on CPU, the checkpoint's dtype on GPU"
+    )
+    attn_implementation: str = Field(
+        default="", description="e.g. sdpa, eager, flash_attention_2; empty: default"
+    )
+    torch_threads: int = Field(default=0, ge=0, description="intra-op threads; 0 keeps torch's default")
+
+    max_length: int = Field(default=4096, ge=2, description="tokens per sample, after which it is truncated")
+    truncation_side: Literal["left", "right", "reject"] = Field(
+        default="left", description="left keeps the end (where the reward is read); reject -> INVALID_INPUT"
+    )
+    padding_side: Literal["left", "right"] = "right"
+    token_budget: int = Field(default=16_384, ge=1, description="padded tokens per forward pass")
+    max_forward_batch: int = Field(default=64, ge=1, description="samples per forward pass")
+    max_padding: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="largest share of padding in a forward; above it, split"
+    )
+
+    chat_template: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="apply the RM tokenizer's chat template to (prompt, response); auto: unless the text "
+        "already holds template tokens (OpenRLHF queries do) or the tokenizer has no template",
+    )
+    append_eos: bool | None = Field(
+        default=None,
+        description="append ' ' + eos when the text does not end with it (OpenRLHF training); "
+        "None: on for OpenRLHF checkpoints, off for HF classification models",
+    )
+    normalize: bool | None = Field(
+        default=None, description="(r - mean) / std; None: the checkpoint's normalize_reward"
+    )
+    value_head_prefix: str = Field(default="", description="override the checkpoint's value_head_prefix")
+    activation: Literal["none", "sigmoid"] = Field(default="none", description="applied after normalization")
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _batching_for_the_backend(cls, data: Any) -> Any:
+        """Batch options given in part (YAML, env) complete the backend's defaults, not the kit's."""
+        if not isinstance(data, dict):
+            return data
+        base = (_vllm_batch() if data.get("backend") == "vllm" else _rm_batch()).model_dump()
+        batch = data.get("batch")
+        if batch is None:
+            return {**data, "batch": base}
+        if isinstance(batch, dict):
+            return {**data, "batch": {**base, **batch}}
+        return data
+
+    def fingerprint(self) -> dict[str, object]:
+        """What changes a reward (the config hash); ports, batching and pools do not."""
+        return self.model_dump(
+            mode="json",
+            include={
+                "checkpoint",
+                "tokenizer",
+                "backend",
+                "dtype",
+                "max_length",
+                "truncation_side",
+                "chat_template",
+                "append_eos",
+                "normalize",
+                "value_head_prefix",
+                "activation",
+            },
+        )

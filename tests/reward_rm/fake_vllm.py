@@ -1,0 +1,120 @@
+"""A small real HTTP server speaking vLLM's pooling API (/classify, /pooling), for the adapter tests.
+
+It runs the HF reference model on the token ids it receives, one unpadded input at a
+time, reading the last token as vLLM does; like vLLM it applies the pooler's
+logit_mean/logit_sigma and, unless `use_activation` is false, a sigmoid. It records what
+it saw (bodies, peak concurrency, client connections) and can be told to fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import socket
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.reward_rm.reference import Reference
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+class FakeVLLM:
+    def __init__(
+        self,
+        reference: Reference,
+        model: str = "rm",
+        logit_mean: float | None = None,
+        logit_sigma: float | None = None,
+        latency_s: float = 0.02,
+    ) -> None:
+        self.reference = reference
+        self.model = model
+        self.logit_mean, self.logit_sigma = logit_mean, logit_sigma
+        self.latency_s = latency_s
+        self.fail_with = 0  # an HTTP status to answer instead of results
+        self.bodies: list[dict[str, Any]] = []
+        self.clients: set[tuple[str, int]] = set()
+        self.inflight = 0
+        self.peak_inflight = 0
+        self.port = 0
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/classify", self._classify, methods=["POST"]),
+                Route("/pooling", self._pooling, methods=["POST"]),
+            ]
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> FakeVLLM:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, lifespan="off", access_log=False, log_config=None, http="httptools")
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.005)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+
+    async def _classify(self, request: Request) -> Response:
+        return await self._answer(request, "classify")
+
+    async def _pooling(self, request: Request) -> Response:
+        return await self._answer(request, "pooling")
+
+    async def _answer(self, request: Request, endpoint: str) -> Response:
+        body = await request.json()
+        self.bodies.append(body)
+        if request.client is not None:
+            self.clients.add((request.client.host, request.client.port))
+        self.inflight += 1
+        self.peak_inflight = max(self.peak_inflight, self.inflight)
+        try:
+            await asyncio.sleep(self.latency_s)
+        finally:
+            self.inflight -= 1
+        if self.fail_with:
+            return JSONResponse({"error": {"message": "engine dead", "code": self.fail_with}}, self.fail_with)
+        if body.get("model") not in (None, self.model):
+            return JSONResponse({"error": {"message": f"model {body['model']} not served"}}, 404)
+        inputs = body["input"]
+        if not (isinstance(inputs, list) and all(isinstance(i, list) for i in inputs)):
+            return JSONResponse({"error": {"message": "this fake takes token id lists only"}}, 400)
+        data = []
+        for index, ids in enumerate(inputs):
+            value = self.reference.reward_of_ids(ids)
+            if self.logit_mean is not None:
+                value -= self.logit_mean
+            if self.logit_sigma is not None:
+                value /= self.logit_sigma
+            if body.get("use_activation") is not False:
+                value = 1 / (1 + math.exp(-value))
+            if endpoint == "classify":
+                data.append({"index": index, "label": "LABEL_0", "probs": [value], "num_classes": 1})
+            else:
+                data.append({"index": index, "object": "pooling", "data": [value]})
+        data.reverse()  # the adapter must order by index, not trust arrival order
+        return JSONResponse({"model": self.model, "data": data})

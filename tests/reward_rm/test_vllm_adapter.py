@@ -1,0 +1,101 @@
+"""The vLLM backend against a small real HTTP server speaking vLLM's pooling API.
+
+The real vLLM CPU server is in test_vllm_server.py (slow tier); here the adapter's own
+behaviour: token ids over the wire, no activation, order, normalization on either side,
+one pooled set of connections carrying concurrent requests, failures as UPSTREAM_ERROR.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from services.common.contract import Sample, Status
+from services.reward_rm.grader import RMGrader
+from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from tests.reward_rm.fake_vllm import FakeVLLM
+from tests.reward_rm.reference import Reference
+from tests.reward_rm.test_equivalence import mixed_samples
+from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
+
+
+@pytest.fixture(scope="module")
+def reference(tiny: TinyCheckpoints) -> Reference:
+    return Reference(tiny.openrlhf)  # the raw head value: the fake server normalizes like vLLM
+
+
+async def scored(settings: RMServiceSettings, samples: list[Sample]) -> list[Any]:
+    grader = RMGrader(settings)
+    try:
+        await grader.start()
+        return await grader.score(samples)
+    finally:
+        await grader.aclose()
+
+
+@pytest.mark.parametrize("endpoint", ["classify", "pooling"])
+@pytest.mark.parametrize("server_normalizes", [True, False])
+async def test_same_rewards_as_the_transformers_backend(
+    tiny: TinyCheckpoints, reference: Reference, endpoint: str, server_normalizes: bool
+) -> None:
+    samples = mixed_samples(10, seed=11)
+    local = await scored(RMServiceSettings(checkpoint=str(tiny.openrlhf)), samples)
+    mean, sigma = (tiny.mean, tiny.std) if server_normalizes else (None, None)
+    async with FakeVLLM(reference, logit_mean=mean, logit_sigma=sigma) as fake:
+        vllm = VLLMSettings(
+            url=fake.url, model="rm", endpoint=endpoint, request_size=3, server_normalizes=server_normalizes
+        )
+        remote = await scored(
+            RMServiceSettings(checkpoint=str(tiny.openrlhf), backend="vllm", vllm=vllm), samples
+        )
+    for a, b in zip(local, remote, strict=True):
+        assert b.status is Status.OK
+        assert abs(a.reward - b.reward) < 1e-5
+        assert abs(a.logs["rm/raw_reward"] - b.logs["rm/raw_reward"]) < 1e-5
+        assert a.logs["rm/tokens"] == b.logs["rm/tokens"]
+    assert len(fake.bodies) == 4  # 10 samples, 3 per request
+    for body in fake.bodies:
+        assert body["use_activation"] is False and body["model"] == "rm"
+        assert all(isinstance(i, int) for ids in body["input"] for i in ids)
+        assert body.get("task") == ("classify" if endpoint == "pooling" else None)
+
+
+async def test_requests_run_concurrently_over_one_connection_pool(
+    tiny: TinyCheckpoints, reference: Reference
+) -> None:
+    rng = random.Random(5)
+    samples = [Sample(prompt="q", response=sentence(rng, rng.randint(1, 20))) for _ in range(48)]
+    async with FakeVLLM(reference, latency_s=0.05) as fake:
+        vllm = VLLMSettings(url=fake.url, request_size=2, max_connections=4)
+        settings = RMServiceSettings(checkpoint=str(tiny.openrlhf), backend="vllm", vllm=vllm)
+        grader = RMGrader(settings)
+        try:
+            for _ in range(2):
+                results = await grader.score(samples)
+                assert all(r.status is Status.OK for r in results)
+        finally:
+            await grader.aclose()
+    assert len(fake.bodies) == 48
+    assert 1 < fake.peak_inflight <= 4
+    assert len(fake.clients) <= 4  # keep-alive: 48 requests, at most 4 connections
+
+
+async def test_server_failures_are_upstream_errors(tiny: TinyCheckpoints, reference: Reference) -> None:
+    samples = [Sample(prompt="q", response="a"), Sample(prompt="q", response="b")]
+    async with FakeVLLM(reference) as fake:
+        fake.fail_with = 500
+        url = fake.url
+        results = await scored(
+            RMServiceSettings(checkpoint=str(tiny.openrlhf), backend="vllm", vllm=VLLMSettings(url=url)),
+            samples,
+        )
+        assert [r.status for r in results] == [Status.UPSTREAM_ERROR] * 2
+        assert "answered 500" in results[0].detail and "engine dead" in results[0].detail
+    # The server is gone now: nothing listens on that port.
+    results = await scored(
+        RMServiceSettings(checkpoint=str(tiny.openrlhf), backend="vllm", vllm=VLLMSettings(url=url)), samples
+    )
+    assert [r.status for r in results] == [Status.UPSTREAM_ERROR] * 2
+    assert "unreachable" in results[0].detail

