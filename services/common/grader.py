@@ -62,11 +62,30 @@ def config_hash(config: BaseModel | dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+class GraderBase:
+    """The identity half of the Grader protocol, for graders that set `_info` once at start-up
+    (and `_log_keys`, usually a module constant)."""
+
+    _info: GraderInfo
+    _log_keys: Sequence[str] = ()
+
+    @property
+    def info(self) -> GraderInfo:
+        return self._info
+
+    @property
+    def log_keys(self) -> Sequence[str]:
+        return self._log_keys
+
+    async def aclose(self) -> None:
+        return None
+
+
 class GraderUnavailableError(RuntimeError):
     """A grader cannot run on this machine (e.g. no sandbox); the message says what to install."""
 
 
-class UnavailableGrader:
+class UnavailableGrader(GraderBase):
     """Stands in for a grader that could not be built, so its service still serves the others.
 
     Every sample routed to it gets GRADER_ERROR with the reason (and so the fallback reward
@@ -77,17 +96,6 @@ class UnavailableGrader:
         self.reason = reason
         self._info = GraderInfo(name=name, version="unavailable", config_hash="unavailable")
 
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return ()
-
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         detail = f"{self._info.name} grader unavailable: {self.reason}"
         return [Result(reward=0.0, score=0.0, status=Status.GRADER_ERROR, detail=detail) for _ in samples]
-
-    async def aclose(self) -> None:
-        return None

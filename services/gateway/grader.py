@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import config_hash
+from services.common.grader import GraderBase, config_hash
 from services.gateway.backends import Backend
 from services.gateway.compose import DEGRADED_KEY, CompiledRecipe, component_keys
 from services.gateway.routing import RouteError, Router, implicit_component_name
@@ -25,7 +25,7 @@ VERSION = "0.1.0"
 COMPONENT_BUDGET = 0.8
 
 
-class GatewayGrader:
+class GatewayGrader(GraderBase):
     def __init__(
         self,
         settings: GatewayServiceSettings,
@@ -63,10 +63,6 @@ class GatewayGrader:
             config_hash=config_hash({"routing": routing, "backends": self._backend_identity}),
             capabilities=sorted(self.settings.recipes),
         )
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
 
     @property
     def log_keys(self) -> Sequence[str]:

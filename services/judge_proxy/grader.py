@@ -20,7 +20,7 @@ from typing import Any
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.emergence import strip_eos
-from services.common.grader import config_hash
+from services.common.grader import GraderBase, config_hash
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.evaluate import JudgeFailure, Outcome, RubricEvaluator, Tally
 from services.judge_proxy.judge_cache import JudgeCache
@@ -53,7 +53,9 @@ LOG_KEYS = (
 )
 
 
-class JudgeGrader:
+class JudgeGrader(GraderBase):
+    _log_keys = LOG_KEYS
+
     def __init__(
         self,
         settings: JudgeServiceSettings,
@@ -88,14 +90,6 @@ class JudgeGrader:
         self._info = GraderInfo(
             name=NAME, version=VERSION, config_hash=config_hash(identity), capabilities=capabilities
         )
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return LOG_KEYS
 
     @property
     def metrics_registry(self) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import config_hash
+from services.common.grader import GraderBase, config_hash
 from services.reward_rm.backends.base import BackendError, RMBackend
 from services.reward_rm.backends.factory import make_backend
 from services.reward_rm.checkpoint import CheckpointError, CheckpointInfo, read_checkpoint
@@ -27,9 +27,11 @@ LOG_KEYS = ("rm/tokens", "rm/truncated", "rm/templated", "rm/raw_reward")
 BackendFactory = Callable[[CheckpointInfo, RMServiceSettings], RMBackend]
 
 
-class RMGrader:
+class RMGrader(GraderBase):
     """Cheap to construct (reads config.json only); the tokenizer and model load at `start`
     or on the first batch."""
+
+    _log_keys = LOG_KEYS
 
     def __init__(self, settings: RMServiceSettings, backend_factory: BackendFactory = make_backend) -> None:
         self.settings = settings
@@ -55,14 +57,6 @@ class RMGrader:
         )
         self._builder: InputBuilder | None = None
         self._starting: asyncio.Lock | None = None
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return LOG_KEYS
 
     @property
     def normalize(self) -> bool:

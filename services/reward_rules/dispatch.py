@@ -11,12 +11,12 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import Grader, config_hash
+from services.common.grader import Grader, GraderBase, config_hash
 
 VERSION = "0.1.0"
 
 
-class RulesGrader:
+class RulesGrader(GraderBase):
     def __init__(self, graders: Mapping[str, Grader], default: str) -> None:
         if default not in graders:
             raise ValueError(f"default grader {default!r} is not one of {sorted(graders)}")
@@ -30,14 +30,6 @@ class RulesGrader:
             capabilities=sorted(self.graders),
         )
         self._log_keys = tuple(dict.fromkeys(k for g in self.graders.values() for k in g.log_keys))
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return self._log_keys
 
     def route(self, sample: Sample) -> str:
         chosen = sample.metadata.get("grader")

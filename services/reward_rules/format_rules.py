@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.emergence import repeated_ngram_ratio, strip_eos
-from services.common.grader import config_hash
+from services.common.grader import GraderBase, config_hash
 from services.common.settings import DEFAULT_EOS_MARKERS
 
 VERSION = "1.0.0"
@@ -103,8 +103,10 @@ def repetition_penalty(ratio: float, threshold: float, penalty: float) -> float:
     return -penalty * (ratio - threshold) / (1.0 - threshold)
 
 
-class FormatGrader:
+class FormatGrader(GraderBase):
     """Pure and cheap: scores in the event loop, no worker needed."""
+
+    _log_keys = LOG_KEYS
 
     def __init__(self, config: FormatRulesSettings | None = None) -> None:
         self.config = config or FormatRulesSettings()
@@ -113,19 +115,8 @@ class FormatGrader:
         )
         self._overrides = functools.lru_cache(maxsize=1024)(self._parse_overrides)
 
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return LOG_KEYS
-
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         return [self.grade(sample) for sample in samples]
-
-    async def aclose(self) -> None:
-        return None
 
     def _parse_overrides(self, label: str) -> FormatRulesSettings | str:
         try:

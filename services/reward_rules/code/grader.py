@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import ValidationError
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderUnavailableError, config_hash
+from services.common.grader import GraderBase, GraderUnavailableError, config_hash
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.evaluate import Budget, Report, run_tests
 from services.reward_rules.code.extract import extract_program
@@ -59,7 +59,9 @@ class SandboxUnavailableError(GraderUnavailableError):
     """bubblewrap is missing and unsafe mode was not chosen."""
 
 
-class CodeGrader:
+class CodeGrader(GraderBase):
+    _log_keys = LOG_KEYS
+
     def __init__(self, config: CodeConfig | None = None) -> None:
         self.config = config or CodeConfig()
         self.runner = PythonRunner(self.config.python, self.config.python_site)
@@ -87,14 +89,6 @@ class CodeGrader:
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return LOG_KEYS
 
     def _limits(self) -> Limits:
         output = self.config.max_output_bytes

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import config_hash
+from services.common.grader import GraderBase, config_hash
 from services.reward_rules.math.core import GradeOptions, Outcome
 from services.reward_rules.math.pool import PoolJob, WorkerPool
 
@@ -61,8 +61,10 @@ class MathConfig(BaseModel):
         return config_hash(self.model_dump(mode="json", exclude={"workers", "memory_mb", "chunk_size"}))
 
 
-class MathGrader:
+class MathGrader(GraderBase):
     """Grades math answers; safe to share between event loops and threads."""
+
+    _log_keys = LOG_KEYS
 
     def __init__(self, config: MathConfig | None = None) -> None:
         self.config = config or MathConfig()
@@ -74,14 +76,6 @@ class MathGrader:
             config_hash=self.config.semantic_hash(),
             capabilities=["math", "latex", "boxed", "gsm8k", "multiple_choice", "deadline"],
         )
-
-    @property
-    def info(self) -> GraderInfo:
-        return self._info
-
-    @property
-    def log_keys(self) -> Sequence[str]:
-        return LOG_KEYS
 
     @property
     def pool(self) -> WorkerPool:
