@@ -12,6 +12,7 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import grpc
 import uvicorn
@@ -47,6 +48,58 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class AsgiServer:
+    """An ASGI app on uvicorn inside the running event loop, started and stopped by its owner.
+
+    The kit's HTTP face uses it, and so do the test doubles of upstream servers (a fake
+    OpenAI or vLLM endpoint), so they all bind, start and drain the same way.
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, **config: Any) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        options: dict[str, Any] = {
+            "lifespan": "off",
+            "access_log": False,
+            "log_config": None,
+            "http": "httptools",
+            "ws": "none",
+            "backlog": 4096,
+            "timeout_keep_alive": 30,
+            "timeout_graceful_shutdown": 5,
+        }
+        options.update(config)
+        self._config = options
+        self._server: _UvicornServer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        sock = _bind(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self._server = _UvicornServer(uvicorn.Config(self.app, **self._config))
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"http-{self.port}")
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # re-raise why uvicorn could not start
+                raise RuntimeError(f"HTTP server on port {self.port} exited during start-up")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        """Stop accepting, let requests in flight finish (up to timeout_graceful_shutdown)."""
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+            self._server = self._task = None
+
+    async def __aenter__(self) -> AsgiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
 class GraderServer:
     def __init__(
         self,
@@ -71,8 +124,7 @@ class GraderServer:
         )
         self.http_port = 0
         self.grpc_port = 0
-        self._uvicorn: _UvicornServer | None = None
-        self._uvicorn_task: asyncio.Task[None] | None = None
+        self._http: AsgiServer | None = None
         self._grpc: grpc.aio.Server | None = None
         self._health: health.aio.HealthServicer | None = None
         self._stopped = False
@@ -90,34 +142,19 @@ class GraderServer:
     async def start(self) -> None:
         token = load_token(self.settings.auth_token_env)  # refuse to start on a named but empty token
         await self.engine.start()
-        sock = _bind(self.settings.host, self.settings.http_port)
-        self.http_port = sock.getsockname()[1]
-        config = uvicorn.Config(
+        self._http = AsgiServer(
             build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token),
-            lifespan="off",
-            access_log=False,
-            log_config=None,
-            http="httptools",
-            ws="none",
-            backlog=4096,
-            timeout_keep_alive=30,
-            timeout_graceful_shutdown=5,
+            self.settings.host,
+            self.settings.http_port,
         )
-        self._uvicorn = _UvicornServer(config)
-        self._uvicorn_task = asyncio.create_task(
-            self._uvicorn.serve(sockets=[sock]), name=f"http-{self.name}"
-        )
+        await self._http.start()
+        self.http_port = self._http.port
         if self.settings.grpc_port >= 0:
             self._grpc, self._health = build_grpc_server(self.engine, token)
             self.grpc_port = self._grpc.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
             await self._grpc.start()
             await self._health.set("", SERVING)
             await self._health.set(SERVICE_NAME, SERVING)
-        while not self._uvicorn.started:
-            if self._uvicorn_task.done():
-                self._uvicorn_task.result()  # re-raise why uvicorn could not start
-                raise RuntimeError(f"{self.name}: HTTP server exited during start-up")
-            await asyncio.sleep(0.01)
         log.info("%s serving: http %s  grpc %s", self.name, self.http_url, self.grpc_target or "off")
 
     async def stop(self) -> None:
@@ -130,9 +167,8 @@ class GraderServer:
             await self._health.set("", NOT_SERVING)
         if self._grpc is not None:
             await self._grpc.stop(grace=5)
-        if self._uvicorn is not None and self._uvicorn_task is not None:
-            self._uvicorn.should_exit = True
-            await self._uvicorn_task
+        if self._http is not None:
+            await self._http.stop()
         await self.engine.stop()
 
     async def __aenter__(self) -> GraderServer:

@@ -23,20 +23,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import json
 import re
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from services.common.server import AsgiServer
 
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
 _TOKEN = re.compile(r"\d|[A-Za-z]+|\s+|[^\w\s]")
@@ -53,12 +52,6 @@ class Seen:
     authorization: str
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:
-        yield
-
-
 class FakeOpenAI:
     def __init__(self, latency_s: float = 0.0, model: str = "fake-judge", **behaviour: Any) -> None:
         self.latency_s = latency_s
@@ -73,8 +66,7 @@ class FakeOpenAI:
         self.keep_bodies = True
         self.port = 0
         self._stopping = asyncio.Event()
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._http: AsgiServer | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -99,31 +91,14 @@ class FakeOpenAI:
         await self.stop()
 
     async def start(self, port: int = 0) -> None:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            lifespan="off",
-            access_log=False,
-            log_config=None,
-            http="httptools",
-            backlog=4096,
-            timeout_graceful_shutdown=1,
-        )
-        self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.005)
+        self._http = AsgiServer(self.app, port=port, timeout_graceful_shutdown=1)
+        await self._http.start()
+        self.port = self._http.port
 
     async def stop(self) -> None:
         self._stopping.set()
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
+        if self._http is not None:
+            await self._http.stop()
 
     # -- the endpoint -------------------------------------------------------------------
 

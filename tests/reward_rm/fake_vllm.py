@@ -9,24 +9,16 @@ it saw (bodies, peak concurrency, client connections) and can be told to fail.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import socket
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from services.common.server import AsgiServer
 from tests.reward_rm.reference import Reference
-
-
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:
-        yield
 
 
 class FakeVLLM:
@@ -48,8 +40,7 @@ class FakeVLLM:
         self.inflight = 0
         self.peak_inflight = 0
         self.port = 0
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._http: AsgiServer | None = None
         self.app = Starlette(
             routes=[
                 Route("/classify", self._classify, methods=["POST"]),
@@ -62,22 +53,14 @@ class FakeVLLM:
         return f"http://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> FakeVLLM:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, lifespan="off", access_log=False, log_config=None, http="httptools")
-        self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.005)
+        self._http = AsgiServer(self.app)
+        await self._http.start()
+        self.port = self._http.port
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
+        if self._http is not None:
+            await self._http.stop()
 
     async def _classify(self, request: Request) -> Response:
         return await self._answer(request, "classify")
