@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61rbiter/v1/reward.proto\x12\narbiter.v1\"\x9e\x01\n\x06Sample\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x10\n\x08response\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x32\n\x08metadata\x18\x04 \x03(\x0b\x32 .arbiter.v1.Sample.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb4\x01\n\x06Result\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05score\x18\x02 \x01(\x01\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12*\n\x04logs\x18\x05 \x03(\x0b\x32\x1c.arbiter.v1.Result.LogsEntry\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"h\n\nGraderInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_hash\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\x12\x10\n\x08log_keys\x18\x05 \x03(\t\"Z\n\x0cScoreRequest\x12#\n\x07samples\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Sample\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\"p\n\rScoreResponse\x12#\n\x07results\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Result\x12&\n\x06grader\x18\x02 \x01(\x0b\x32\x16.arbiter.v1.GraderInfo\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"\r\n\x0bInfoRequest*\xa8\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n\tSTATUS_OK\x10\x01\x12\x18\n\x14STATUS_INVALID_INPUT\x10\x02\x12\x12\n\x0eSTATUS_TIMEOUT\x10\x03\x12\x17\n\x13STATUS_GRADER_ERROR\x10\x04\x12\x19\n\x15STATUS_UPSTREAM_ERROR\x10\x05\x12\x15\n\x11STATUS_OVERLOADED\x10\x06\x32\x86\x01\n\rRewardService\x12<\n\x05Score\x12\x18.arbiter.v1.ScoreRequest\x1a\x19.arbiter.v1.ScoreResponse\x12\x37\n\x04Info\x12\x17.arbiter.v1.InfoRequest\x1a\x16.arbiter.v1.GraderInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61rbiter/v1/reward.proto\x12\narbiter.v1\"\x9e\x01\n\x06Sample\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x10\n\x08response\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x32\n\x08metadata\x18\x04 \x03(\x0b\x32 .arbiter.v1.Sample.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc8\x01\n\x06Result\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05score\x18\x02 \x01(\x01\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12*\n\x04logs\x18\x05 \x03(\x0b\x32\x1c.arbiter.v1.Result.LogsEntry\x12\x12\n\nprediction\x18\x06 \x01(\t\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"h\n\nGraderInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_hash\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\x12\x10\n\x08log_keys\x18\x05 \x03(\t\"Z\n\x0cScoreRequest\x12#\n\x07samples\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Sample\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\"p\n\rScoreResponse\x12#\n\x07results\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Result\x12&\n\x06grader\x18\x02 \x01(\x0b\x32\x16.arbiter.v1.GraderInfo\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"\r\n\x0bInfoRequest*\xa8\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n\tSTATUS_OK\x10\x01\x12\x18\n\x14STATUS_INVALID_INPUT\x10\x02\x12\x12\n\x0eSTATUS_TIMEOUT\x10\x03\x12\x17\n\x13STATUS_GRADER_ERROR\x10\x04\x12\x19\n\x15STATUS_UPSTREAM_ERROR\x10\x05\x12\x15\n\x11STATUS_OVERLOADED\x10\x06\x32\x86\x01\n\rRewardService\x12<\n\x05Score\x12\x18.arbiter.v1.ScoreRequest\x1a\x19.arbiter.v1.ScoreResponse\x12\x37\n\x04Info\x12\x17.arbiter.v1.InfoRequest\x1a\x16.arbiter.v1.GraderInfob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,24 +35,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SAMPLE_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_RESULT_LOGSENTRY']._loaded_options = None
   _globals['_RESULT_LOGSENTRY']._serialized_options = b'8\001'
-  _globals['_STATUS']._serialized_start=711
-  _globals['_STATUS']._serialized_end=879
+  _globals['_STATUS']._serialized_start=731
+  _globals['_STATUS']._serialized_end=899
   _globals['_SAMPLE']._serialized_start=40
   _globals['_SAMPLE']._serialized_end=198
   _globals['_SAMPLE_METADATAENTRY']._serialized_start=151
   _globals['_SAMPLE_METADATAENTRY']._serialized_end=198
   _globals['_RESULT']._serialized_start=201
-  _globals['_RESULT']._serialized_end=381
-  _globals['_RESULT_LOGSENTRY']._serialized_start=338
-  _globals['_RESULT_LOGSENTRY']._serialized_end=381
-  _globals['_GRADERINFO']._serialized_start=383
-  _globals['_GRADERINFO']._serialized_end=487
-  _globals['_SCOREREQUEST']._serialized_start=489
-  _globals['_SCOREREQUEST']._serialized_end=579
-  _globals['_SCORERESPONSE']._serialized_start=581
-  _globals['_SCORERESPONSE']._serialized_end=693
-  _globals['_INFOREQUEST']._serialized_start=695
-  _globals['_INFOREQUEST']._serialized_end=708
-  _globals['_REWARDSERVICE']._serialized_start=882
-  _globals['_REWARDSERVICE']._serialized_end=1016
+  _globals['_RESULT']._serialized_end=401
+  _globals['_RESULT_LOGSENTRY']._serialized_start=358
+  _globals['_RESULT_LOGSENTRY']._serialized_end=401
+  _globals['_GRADERINFO']._serialized_start=403
+  _globals['_GRADERINFO']._serialized_end=507
+  _globals['_SCOREREQUEST']._serialized_start=509
+  _globals['_SCOREREQUEST']._serialized_end=599
+  _globals['_SCORERESPONSE']._serialized_start=601
+  _globals['_SCORERESPONSE']._serialized_end=713
+  _globals['_INFOREQUEST']._serialized_start=715
+  _globals['_INFOREQUEST']._serialized_end=728
+  _globals['_REWARDSERVICE']._serialized_start=902
+  _globals['_REWARDSERVICE']._serialized_end=1036
 # @@protoc_insertion_point(module_scope)

@@ -44,7 +44,7 @@ class Sample(_message.Message):
     def __init__(self, prompt: _Optional[str] = ..., response: _Optional[str] = ..., label: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Result(_message.Message):
-    __slots__ = ("reward", "score", "status", "detail", "logs")
+    __slots__ = ("reward", "score", "status", "detail", "logs", "prediction")
     class LogsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -57,12 +57,14 @@ class Result(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     LOGS_FIELD_NUMBER: _ClassVar[int]
+    PREDICTION_FIELD_NUMBER: _ClassVar[int]
     reward: float
     score: float
     status: Status
     detail: str
     logs: _containers.ScalarMap[str, float]
-    def __init__(self, reward: _Optional[float] = ..., score: _Optional[float] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., logs: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    prediction: str
+    def __init__(self, reward: _Optional[float] = ..., score: _Optional[float] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., logs: _Optional[_Mapping[str, float]] = ..., prediction: _Optional[str] = ...) -> None: ...
 
 class GraderInfo(_message.Message):
     __slots__ = ("name", "version", "config_hash", "capabilities", "log_keys")

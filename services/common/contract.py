@@ -55,6 +55,7 @@ class Result(_Strict):
     status: Status = Field(default=Status.OK, strict=False)  # "OK" from JSON, Status.OK in code
     detail: str = ""
     logs: dict[str, float] = Field(default_factory=dict)
+    prediction: str = Field(default="", description="the final answer read from the response, if any")
 
     @field_validator("reward", "score")
     @classmethod

@@ -36,6 +36,7 @@ def result_to_pb(result: Result) -> pb.Result:
         status=_STATUS_TO_PB[result.status],
         detail=result.detail,
         logs=result.logs,
+        prediction=result.prediction,
     )
 
 
@@ -49,6 +50,7 @@ def result_from_pb(message: pb.Result) -> Result:
         status=status,
         detail=message.detail,
         logs=dict(message.logs),
+        prediction=message.prediction,
     )
 
 

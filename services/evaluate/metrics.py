@@ -4,10 +4,10 @@ A sample is correct when its status is OK and its score reaches the threshold (0
 score 1). Samples of one prompt are grouped by the prompt-id column (default: the prompt
 text) within a datasource.
 
-maj@k votes over the first k samples of each prompt with at least k. The vote key is, in
-order: the row's answer column (`--answer-key`), a structured `answer` field in the result,
-else: every correct sample votes for "the reference" (all are equivalent to it, hence to one
-another) and an incorrect one votes for its result detail.
+maj@k votes over the first k samples of each prompt with at least k. Every correct sample votes
+for "the reference" (all are equivalent to it, hence to one another, however written); an
+incorrect one votes for the row's answer column (`--answer-key`), else the grader's
+`prediction` (the normalised answer it read), else its result detail.
 """
 
 from __future__ import annotations
@@ -133,11 +133,15 @@ class Aggregate:
         self.lengths.append(float((record.get("logs") or {}).get("response/chars", 0.0)))
 
     def _vote(self, record: dict[str, Any], ok: bool) -> str:
-        for key in (self.columns.answer, "answer"):
+        """Correct answers are all one vote (they equal the reference, however written); a wrong one
+        votes by the answer column, else the grader's prediction, else its detail."""
+        if ok:
+            return _CORRECT_VOTE
+        for key in (self.columns.answer, "prediction"):
             value = record.get(key) if key else None
-            if isinstance(value, str | int | float) and not isinstance(value, bool):
+            if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value):
                 return str(value)
-        return _CORRECT_VOTE if ok else str(record.get("detail", ""))
+        return str(record.get("detail", ""))
 
     def ks(self, requested: Sequence[int] | None) -> list[int]:
         if requested:

@@ -61,11 +61,16 @@ class CompiledRecipe:
             return Result(reward=0.0, score=0.0, status=Status.GRADER_ERROR, detail=str(exc), logs=logs)
         if self.spec.clip is not None:
             reward = min(max(reward, self.spec.clip[0]), self.spec.clip[1])
-        score_outcome = results[self.score_from]
-        score = (
-            score_outcome.score
-            if isinstance(score_outcome, Result) and score_outcome.status is Status.OK
-            else 0.0
-        )
+        scored = results[self.score_from]
+        ok = isinstance(scored, Result) and scored.status is Status.OK
+        score = scored.score if ok and isinstance(scored, Result) else 0.0
+        prediction = scored.prediction if ok and isinstance(scored, Result) else ""
         detail = f"recipe {self.name}: " + "; ".join(notes + failures) + f" -> {reward:g}"
-        return Result(reward=reward, score=score, status=Status.OK, detail=detail[:2000], logs=logs)
+        return Result(
+            reward=reward,
+            score=score,
+            status=Status.OK,
+            detail=detail[:2000],
+            logs=logs,
+            prediction=prediction,
+        )

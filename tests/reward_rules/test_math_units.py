@@ -142,3 +142,22 @@ def test_a_long_expression_reference_is_not_mistaken_for_a_solution_text() -> No
         "carefully, so the constant term is 214358881."
     )
     assert len(solution) > 120 and extract_reference(solution) == "214358881"
+
+
+async def test_results_carry_the_answer_read_from_the_response() -> None:
+    grader = MathGrader(MathConfig(workers=1))
+    try:
+        right, wrong, choice, none = await grader.score(
+            [
+                Sample(response="so \\boxed{\\frac{1}{2}}", label="0.5"),
+                Sample(response="The answer is 7.", label="8"),
+                Sample(response="The answer is (b).", label="B"),
+                Sample(response="<think>still thinking", label="8"),
+            ]
+        )
+    finally:
+        await grader.aclose()
+    assert right.prediction == "\\frac{1}{2}" and right.reward == 1.0
+    assert wrong.prediction == "7" and wrong.reward == 0.0
+    assert choice.prediction == "B"
+    assert none.prediction == ""

@@ -50,6 +50,7 @@ class Outcome:
     boxed: bool = False
     parsed: bool = False
     symbolic: bool = False
+    prediction: str = ""  # the cleaned answer read from the response
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,7 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
                 extracted=True,
                 boxed="boxed" in extraction.source,
                 parsed=True,
+                prediction=extraction.text.upper(),
             )
     else:
         extraction = extract_answer(response)
@@ -196,6 +198,7 @@ def _grade_extraction(reference: _Reference, extraction: Extraction, opts: Grade
                     boxed="boxed" in extraction.source,
                     parsed=parsed,
                     symbolic=symbolic,
+                    prediction=candidate,
                 )
     return Outcome(
         "incorrect",
@@ -204,4 +207,5 @@ def _grade_extraction(reference: _Reference, extraction: Extraction, opts: Grade
         boxed="boxed" in extraction.source,
         parsed=parsed,
         symbolic=symbolic,
+        prediction=pred,
     )

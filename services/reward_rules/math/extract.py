@@ -49,6 +49,7 @@ _SENTENCE_END = re.compile(
     r"\.(?=\s|$)|\n|;|\s(?:because|since|so|which|as|where|when|therefore|thus|hence)\s|,\s(?=[a-zA-Z]{3})"
 )
 _CHOICE_REF = re.compile(r"^\s*\(?\s*([A-J])\s*\)?\s*[.:)]?\s*$")
+_CHOICE_PAREN_LOWER = re.compile(r"^\s*\(([a-j])\)\s*[.:]?\s*$")  # "(b)": a letter, not a variable
 _CHOICE_IN_TEXT = re.compile(r"(?:^|[\s(\[*{:])\(?([A-J])\)?(?=$|[\s).,:;*\]}])")
 # What may stand between boxes that together form one answer: `\boxed{1}, \boxed{2}`.
 _BOX_SEPARATOR = re.compile(
@@ -263,8 +264,8 @@ def choice_letter(reference: str) -> str | None:
     """The letter when a reference is a multiple-choice answer (`B`, `(B)`, `B.`)."""
     text = reference.strip().strip("$")
     text = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text)
-    match = _CHOICE_REF.match(text)
-    return match.group(1) if match else None
+    match = _CHOICE_REF.match(text) or _CHOICE_PAREN_LOWER.match(text)
+    return match.group(1).upper() if match else None
 
 
 def extract_choice(response: str) -> Extraction | None:

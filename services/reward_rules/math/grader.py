@@ -143,7 +143,14 @@ class MathGrader(GraderBase):
             "math/symbolic": float(outcome.symbolic),
             "math/error": float(status == Status.GRADER_ERROR),
         }
-        return Result(reward=reward, score=score, status=status, detail=outcome.detail, logs=logs)
+        return Result(
+            reward=reward,
+            score=score,
+            status=status,
+            detail=outcome.detail,
+            logs=logs,
+            prediction=outcome.prediction,
+        )
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None
