@@ -28,7 +28,6 @@ import os
 import signal
 import statistics
 import sys
-import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ from fastapi.responses import JSONResponse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from services.common.openrlhf_client import post_all  # noqa: E402
 from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 PROMPT = "<|im_start|>user\nHow many primes are below 30?<|im_end|>\n<|im_start|>assistant\n"
@@ -177,38 +177,21 @@ def kit_or_baseline(kind: str, workload: str, port: int) -> ServiceProcess:
 
 async def drive(url: str, clients: int, requests: int) -> dict[str, float]:
     """`clients` concurrent loops, one sample per POST, a new session per request (as OpenRLHF)."""
-    import aiohttp
-
-    latencies: list[float] = []
-    errors = 0
-    counter = iter(range(requests))
-
-    async def client() -> None:
-        nonlocal errors
-        for i in counter:
-            response = f"<think>Let me count. {i} wait, recount</think> The answer is {10 + i % 3}"
-            body = {"query": [PROMPT + response], "prompts": [PROMPT], "labels": [""]}
-            started = time.perf_counter()
-            try:
-                async with (
-                    aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=180)) as session,
-                    session.post(url, json=body) as reply,
-                ):
-                    data = await reply.json()
-                    if reply.status != 200 or len(data["rewards"]) != 1:
-                        errors += 1
-            except Exception:
-                errors += 1
-            latencies.append(time.perf_counter() - started)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    elapsed = time.perf_counter() - started
+    bodies = [
+        {
+            "query": [PROMPT + f"<think>Let me count. {i} wait, recount</think> The answer is {10 + i % 3}"],
+            "prompts": [PROMPT],
+            "labels": [""],
+        }
+        for i in range(requests)
+    ]
+    replies, elapsed = await post_all(url, bodies, clients)
+    latencies = [r.latency_s for r in replies]
     return {
         "rps": requests / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
-        "errors": float(errors),
+        "errors": float(sum(not r.ok for r in replies)),
     }
 
 

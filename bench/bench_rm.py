@@ -43,6 +43,9 @@ from fastapi.responses import JSONResponse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from services.common.openrlhf_client import post_all  # noqa: E402
+from services.common.procs import ServiceProcess, free_port  # noqa: E402
+
 PROMPT = "<s><|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -175,87 +178,32 @@ def peer_env(threads: int) -> dict[str, str]:
     return env
 
 
-def start_server(
-    kind: str, checkpoint: str, port: int, token_budget: int, threads: int
-) -> subprocess.Popen[bytes]:
-    import httpx
-
+def rm_server(kind: str, checkpoint: str, port: int, token_budget: int, threads: int) -> ServiceProcess:
     argv = [sys.executable, __file__, "--serve", kind, "--checkpoint", checkpoint, "--port", str(port)]
-    proc = subprocess.Popen(
+    return ServiceProcess(
         [*argv, "--token-budget", str(token_budget)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        f"http://127.0.0.1:{port}/readyz",
         env=peer_env(threads),
+        start_timeout_s=120,
+        stop_signal=signal.SIGINT,
     )
-    for _ in range(1200):
-        if proc.poll() is not None:
-            raise RuntimeError(f"{kind} server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{kind} server did not start")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 async def drive(url: str, pairs: list[tuple[str, str]], clients: int) -> dict[str, Any]:
     """`clients` concurrent loops, one sample per POST, a new session per request (as OpenRLHF)."""
-    import aiohttp
-
-    rewards: list[float | None] = [None] * len(pairs)
-    errors = 0
-    counter = iter(range(len(pairs)))
-
-    async def client() -> None:
-        nonlocal errors
-        for i in counter:
-            prompt, query = pairs[i]
-            body = {"query": [query], "prompts": [prompt], "labels": [""]}
-            try:
-                async with (
-                    aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=180)) as session,
-                    session.post(url, json=body) as reply,
-                ):
-                    data = await reply.json()
-                    if reply.status != 200 or len(data["rewards"]) != 1:
-                        errors += 1
-                    else:
-                        rewards[i] = float(data["rewards"][0])
-            except Exception:
-                errors += 1
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    elapsed = time.perf_counter() - started
+    bodies = [{"query": [query], "prompts": [prompt], "labels": [""]} for prompt, query in pairs]
+    replies, elapsed = await post_all(url, bodies, clients)
+    rewards = [float(r.data["rewards"][0]) if r.ok and r.data else None for r in replies]
+    errors = sum(not r.ok for r in replies)
     return {"sps": len(pairs) / elapsed, "seconds": elapsed, "errors": errors, "rewards": rewards}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_server_peer(kind: str, checkpoint: str, pairs: list[tuple[str, str]], args: Any) -> dict[str, Any]:
     port = free_port()
-    proc = start_server(kind, checkpoint, port, args.token_budget, args.threads)
-    try:
+    with rm_server(kind, checkpoint, port, args.token_budget, args.threads):
         url = f"http://127.0.0.1:{port}/get_reward"
         asyncio.run(drive(url, pairs[: min(200, len(pairs))], min(args.clients, 64)))  # warm-up
         return asyncio.run(drive(url, pairs, args.clients))
-    finally:
-        stop_server(proc)
 
 
 def main() -> None:
