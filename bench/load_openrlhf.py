@@ -18,9 +18,6 @@ import argparse
 import asyncio
 import math
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
+from services.common.procs import ServiceProcess, free_port, percentile, rss_mib, start_redis  # noqa: E402
 
 GATEWAY_CONFIG = """
 gateway:
@@ -75,24 +72,9 @@ class RolloutReport:
 @contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
     """A throwaway redis-server on a free loopback port (as tests/conftest.py starts one)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not installed: apt-get install redis-server")
     port = free_port()
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen(
-        [*argv, "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = start_redis(port, workdir)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()
@@ -202,19 +184,7 @@ async def _burst(url: str, rollout: int, samples: int) -> tuple[float, list[floa
 
 def process_usage(pid: int) -> tuple[float, int]:
     """RSS in MiB of the process and its children (math workers), and the process's open fds."""
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(p) for p in children.read_text().split()]
-    rss = 0.0
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    rss += int(line.split()[1]) / 1024
-        except FileNotFoundError:
-            continue
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+    return rss_mib(pid), len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def run_rollout(deployed: Deployment, rollout: int, samples: int) -> RolloutReport:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from services.common.cache import MemoryCache, RedisCache, cache_key, make_cache
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.engine import ScoringEngine
+from services.common.procs import start_redis
 from services.common.settings import CacheSettings
 from tests.helpers import ScriptedGrader, free_port, server_settings
 
@@ -95,24 +93,8 @@ async def test_redis_down_degrades_to_no_cache(caplog: pytest.LogCaptureFixture)
 
 
 async def test_redis_killed_mid_run_then_back(tmp_path: object) -> None:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is required (apt-get install redis-server)"
     port = free_port()
-
-    def start() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return proc
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    proc = start()
+    proc = start_redis(port)
     settings = CacheSettings(
         backend="redis", redis_url=f"redis://127.0.0.1:{port}/0", redis_retry_after_s=0.2
     )
@@ -124,7 +106,7 @@ async def test_redis_killed_mid_run_then_back(tmp_path: object) -> None:
     proc.wait()
     during = await engine.score([Sample(response="two")])
     assert during[0].status is Status.OK and during[0].reward == 3.0
-    proc = start()
+    proc = start_redis(port)  # back, on the same port
     await asyncio.sleep(0.3)
     await engine.score([Sample(response="three")])
     await asyncio.sleep(0.1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.contract import Result, Status
+from services.common.engine import STATUS_KEYS
 from services.common.openrlhf import merge_results, to_response, to_samples
 from services.common.settings import DEFAULT_EOS_MARKERS
 from trainer.gateway import connection
@@ -29,7 +30,7 @@ def reward_func(queries: list[str], prompts: list[str], labels: list[Any]) -> di
             score=0.0,
             status=Status.INVALID_INPUT,
             detail=problem,
-            logs={**keys, "status/invalid_input": 1.0},
+            logs={**keys, STATUS_KEYS[Status.INVALID_INPUT]: 1.0},
         )
 
     results = merge_results(items, scored, unusable)

@@ -3,11 +3,13 @@ that need a real server in its own process (its own GIL, its own event loop)."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
@@ -83,6 +85,53 @@ class ServiceProcess:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def wait_for_port(port: int, host: str = "127.0.0.1", timeout_s: float = 10.0) -> None:
+    """Return once something accepts connections on host:port; RuntimeError after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on {host}:{port} after {timeout_s}s") from None
+            time.sleep(0.05)
+
+
+def start_redis(port: int, workdir: Path | None = None) -> subprocess.Popen[bytes]:
+    """A throwaway redis-server (no persistence) on 127.0.0.1:port, already answering."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: apt-get install redis-server")
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    if workdir is not None:
+        argv += ["--dir", str(workdir)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+    except RuntimeError:
+        proc.kill()
+        raise RuntimeError("redis-server did not start") from None
+    return proc
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process and its children (worker pools), in MiB."""
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    total = 0.0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        except FileNotFoundError:  # a child that just exited
+            continue
+    return total
 
 
 def percentile(values: Sequence[float], q: float) -> float:

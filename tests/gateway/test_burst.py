@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.common.procs import rss_mib
 from tests.helpers import ServiceProcess, free_port
 
 PROMPTS, SAMPLES = 1024, 16
@@ -31,23 +32,6 @@ gateway:
       components:
         format: {grader: format}
 """
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of the gateway process and its children (the math workers)."""
-    total = 0.0
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(p) for p in children.read_text().split()]
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) / 1024
-        except FileNotFoundError:
-            continue
-    return total
 
 
 @pytest.fixture
@@ -115,7 +99,7 @@ async def burst(url: str) -> list[tuple[int, dict[str, object] | None, float]]:
 @pytest.mark.timeout(600)
 def test_16k_concurrent_samples_all_answered_and_memory_bounded(gateway_process: tuple[str, int]) -> None:
     url, pid = gateway_process
-    before = rss_mb(pid)
+    before = rss_mib(pid)
     peaks = []
     for _ in range(2):
         replies = asyncio.run(burst(url))
@@ -127,7 +111,7 @@ def test_16k_concurrent_samples_all_answered_and_memory_bounded(gateway_process:
             rewards = data["rewards"]
             assert isinstance(rewards, list) and len(rewards) == 1 and math.isfinite(rewards[0])
             assert rewards[0] == pytest.approx(expected), data
-        peaks.append(rss_mb(pid))
+        peaks.append(rss_mib(pid))
     stats = httpx.get(f"{url}/v1/stats", timeout=10).json()
     assert stats["samples_seen"] >= PROMPTS * SAMPLES  # the second round may come from the cache
     assert stats["statuses"] == {"OK": stats["window"]}
