@@ -27,6 +27,8 @@ class ServiceSpec:
     build: Callable[[ArbiterSettings], Grader]
     build_one: Callable[[ArbiterSettings, str], Grader]
     uses_peers: bool = False  # composes other services (the gateway): started after them
+    # Why `arbiter serve` (all services) leaves it out on these settings; "" when it can run.
+    not_ready: Callable[[ArbiterSettings], str] = lambda _: ""
 
 
 def _reward_rules() -> ServiceSpec:
@@ -65,6 +67,11 @@ def _reward_rm() -> ServiceSpec:
         server_settings=lambda s: s.reward_rm,
         build=lambda s: rm.build_grader(s.reward_rm),
         build_one=lambda s, _: rm.build_grader(s.reward_rm),
+        not_ready=lambda s: (
+            ""
+            if s.reward_rm.checkpoint
+            else "no checkpoint (reward_rm.checkpoint / ARBITER_REWARD_RM__CHECKPOINT)"
+        ),
     )
 
 

@@ -66,11 +66,12 @@ def serve(
         serve_until_signalled(config, ray_address, host)
         return
     names = services or list(catalog.SERVICES)
-    if not services and not settings.reward_rm.checkpoint:  # nothing to serve without a model
-        names.remove("reward_rm")
-        err.print(
-            "reward_rm skipped: no checkpoint (set reward_rm.checkpoint or ARBITER_REWARD_RM__CHECKPOINT)"
-        )
+    if not services:  # all of them: leave out those these settings cannot run, saying why
+        for name in list(names):
+            reason = catalog.service(name).not_ready(settings)
+            if reason:
+                names.remove(name)
+                err.print(f"{name} skipped: {reason}")
     unknown = [n for n in names if n not in catalog.SERVICES]
     if unknown:
         err.print(
