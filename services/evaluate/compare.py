@@ -6,11 +6,13 @@ two outputs the comparison also counts prompts whose pass rate went up or down.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from services.evaluate import plots
@@ -41,12 +43,19 @@ def load_run(path: Path, ks: list[int] | None = None) -> tuple[dict[str, Any], A
 
 
 def _headline(metrics: dict[str, Any], ks: list[int]) -> dict[str, float | None]:
-    values: dict[str, float | None] = {k: metrics.get(k) for k in _HEADLINE}
+    values: dict[str, float | None] = {k: _number(metrics.get(k)) for k in _HEADLINE}
     for k in ks:
         if k > 1:
-            values[f"pass@{k}"] = (metrics.get("pass@k", {}).get(str(k)) or {}).get("value")
-            values[f"maj@{k}"] = (metrics.get("maj@k", {}).get(str(k)) or {}).get("value")
+            values[f"pass@{k}"] = _number((metrics.get("pass@k", {}).get(str(k)) or {}).get("value"))
+            values[f"maj@{k}"] = _number((metrics.get("maj@k", {}).get(str(k)) or {}).get("value"))
     return values
+
+
+def _number(value: Any) -> float | None:
+    """A metric as a number; anything else (a hand-edited summary) is missing, not text to show."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
 
 
 def prompt_changes(a: Aggregate, b: Aggregate) -> dict[str, int]:
@@ -84,7 +93,8 @@ def _delta(a: float | None, b: float | None) -> dict[str, float | None]:
 
 def print_comparison(diff: dict[str, Any], names: tuple[str, str], console: Console) -> None:
     for section, rows in diff["sections"].items():
-        table = Table(title=f"{section}: {names[0]} -> {names[1]}")
+        # Section (datasource) and file names come from data: never read as rich markup.
+        table = Table(title=escape(f"{section}: {names[0]} -> {names[1]}"))
         for column in ("metric", "A", "B", "delta"):
             table.add_column(column, justify="left" if column == "metric" else "right")
         for key, v in rows.items():
@@ -93,11 +103,16 @@ def print_comparison(diff: dict[str, Any], names: tuple[str, str], console: Cons
             if key in ("errors", "timeouts") and delta:
                 style = "red" if delta > 0 else "green"
             shown = "-" if delta is None else f"{delta:+.4f}"
-            table.add_row(key, _num(v["a"]), _num(v["b"]), f"[{style}]{shown}[/{style}]" if style else shown)
+            table.add_row(
+                escape(key),
+                escape(_num(v["a"])),
+                escape(_num(v["b"])),
+                f"[{style}]{shown}[/{style}]" if style else escape(shown),
+            )
         console.print(table)
     if "prompts" in diff:
         console.print(
-            "prompts (pass rate B vs A): " + ", ".join(f"{k} {v}" for k, v in diff["prompts"].items())
+            escape("prompts (pass rate B vs A): " + ", ".join(f"{k} {v}" for k, v in diff["prompts"].items()))
         )
 
 
@@ -105,6 +120,15 @@ def _num(value: Any) -> str:
     if value is None:
         return "-"
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _cell(value: Any) -> str:
+    """A table cell of the HTML report: every value may come from a (hand-edited) summary file."""
+    return f"<td>{html.escape(value if isinstance(value, str) else _num(value))}</td>"
+
+
+def _signed(value: Any) -> str:
+    return _num(value) if not isinstance(value, float) else format(value, "+.4f")
 
 
 def render(diff: dict[str, Any], a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> str:
@@ -124,9 +148,9 @@ def render(diff: dict[str, Any], a: dict[str, Any], b: dict[str, Any], names: tu
             plots.bars(sections, reward, "Mean reward per datasource", "reward"),
         )
     )
+    # Datasource names and metric values come from data: every one is escaped (stored XSS otherwise).
     delta_rows = "".join(
-        f"<tr><td>{s}</td><td>{k}</td><td>{_num(v['a'])}</td><td>{_num(v['b'])}</td>"
-        f"<td>{'-' if v['delta'] is None else format(v['delta'], '+.4f')}</td></tr>"
+        f"<tr>{_cell(s)}{_cell(k)}{_cell(_num(v['a']))}{_cell(_num(v['b']))}{_cell(_signed(v['delta']))}</tr>"
         for s, rows in diff["sections"].items()
         for k, v in rows.items()
     )

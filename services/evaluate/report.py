@@ -95,7 +95,7 @@ def render(summary: dict[str, Any], agg: Aggregate) -> str:
         f"<p>grader <code>{html.escape(str(grader.get('name')))}</code> "
         f"version <code>{html.escape(str(grader.get('version')))}</code> "
         f"config <code>{html.escape(str(grader.get('config_hash')))}</code>, "
-        f"{summary['rows']} rows</p>"
+        f"{_fmt(summary['rows'])} rows</p>"
     )
     figures = "".join(f'<div class="plot">{svg}</div>' for svg in run_plots(summary, agg))
     emergence = json.dumps(summary["overall"]["mean_logs"], indent=1)

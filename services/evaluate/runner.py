@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -120,7 +121,7 @@ async def run(
     fresh = start < 0
     start = max(start, 0)
     if console is not None and start:
-        console.print(f"resuming {plan.output_path}: {start} of {total} rows already scored")
+        console.print(escape(f"resuming {plan.output_path}: {start} of {total} rows already scored"))
     progress = progress_bar(console)
     began = time.monotonic()
     done = 0
