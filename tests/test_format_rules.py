@@ -65,8 +65,8 @@ def test_overlong_penalty_matches_dapo() -> None:
 def test_length_and_repetition_shape_the_reward() -> None:
     text = "<think>" + " ".join(f"w{i}" for i in range(90)) + "</think> done"
     reward, score, detail = grade(text, max_length=100, overlong_buffer=20)
-    words = 90 + 3  # w0..w89, "done", and the tag names (a tokenizer counts tags too)
-    assert score == 1.0 and reward == pytest.approx(1.0 - (words - 80) / 20)
+    tokens = 90 + 1 + 3 + 4  # w0..w89, "done", and "<think>" / "</think>" piece by piece
+    assert score == 1.0 and reward == pytest.approx(1.0 - (tokens - 80) / 20)
     assert "overlong" in detail
     loop = "<think>" + "I should try again. " * 100 + "</think> done"
     reward, _, detail = grade(loop, repetition_penalty=1.0, repetition_threshold=0.5)
@@ -96,3 +96,13 @@ def test_config_hash_follows_config() -> None:
     assert (
         FormatGrader().info.config_hash != FormatGrader(FormatRulesSettings(max_length=10)).info.config_hash
     )
+
+
+@pytest.mark.parametrize("loop", ["?! " * 30_000, "." * 200_000, "🙂" * 50_000, "=-" * 40_000])
+def test_symbol_loops_pay_the_overlong_and_repetition_penalties(loop: str) -> None:
+    """Length and repetition are measured in tokens (words and each symbol), not `\\w+` words only."""
+    settings = {"max_length": 1000, "overlong_buffer": 200, "repetition_penalty": 1.0}
+    symbols, _, detail = grade("<think>x</think> " + loop, **settings)
+    words, _, _ = grade("<think>x</think> " + "again " * 30_000, **settings)
+    assert symbols == pytest.approx(words, abs=1e-3) and symbols == pytest.approx(-1.0, abs=1e-3), detail
+    assert "overlong" in detail and "repetitive" in detail

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # extra_logs names a trainer reserves for itself (DESIGN.md); a grader must never emit them.
 RESERVED_LOG_KEYS = frozenset({"reward", "score", "kl", "rewards", "scores"})
+# A log a grader sets to 1 on a result that no cache may keep (see `Result.not_cached`). A log
+# rather than a field, so that it crosses every hop (gRPC, HTTP, the gateway) and the trainer sees it.
+NO_CACHE_KEY = "cache/skip"
 
 
 class Status(StrEnum):
@@ -24,6 +27,12 @@ class Status(StrEnum):
     GRADER_ERROR = "GRADER_ERROR"
     UPSTREAM_ERROR = "UPSTREAM_ERROR"
     OVERLOADED = "OVERLOADED"
+
+
+# The one-hot status flags every result carries in its logs (`status/ok`, `status/timeout`, ...).
+# Here, beside Status, so trainer-side code can name them without importing the server's engine.
+STATUS_KEYS = {status: f"status/{status.value.lower()}" for status in Status}
+CACHED_KEY = "cache/hit"  # 1 when the result came from the cache
 
 
 class _Strict(BaseModel):
@@ -56,6 +65,19 @@ class Result(_Strict):
     detail: str = ""
     logs: dict[str, float] = Field(default_factory=dict)
     prediction: str = Field(default="", description="the final answer read from the response, if any")
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether a cache may keep this result (graders say no through `not_cached`)."""
+        return not self.logs.get(NO_CACHE_KEY)
+
+    def not_cached(self) -> Result:
+        """This result, marked so that no cache keeps it: the service's sample cache, the gateway's,
+        a shared Redis. For verdicts that are right now but should not outlive the moment, such
+        as a fallback judge's while the primary is down: once the primary is back, the same sample
+        is graded by it again. The engine honours the mark; the gateway passes it on from any
+        component to the composed reward."""
+        return self.model_copy(update={"logs": {**self.logs, NO_CACHE_KEY: 1.0}})
 
     @field_validator("reward", "score")
     @classmethod
@@ -99,7 +121,8 @@ class OpenRLHFRequest(BaseModel):
     """OpenRLHF's `--reward.remote_url` body: parallel lists, usually of length 1.
 
     Lax on purpose: /get_reward turns a bad item into a fallback reward plus a flag
-    instead of rejecting the body (DESIGN.md), so per-item checks live in the handler.
+    instead of rejecting the body (DESIGN.md), so per-item checks live in
+    services/common/openrlhf.py, which builds this from the body and reads it.
     """
 
     model_config = ConfigDict(extra="allow")

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from services.common.settings import EmergenceSettings
+from services.common.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats
 
-_THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_ANSWER_TAG_RE = re.compile(r"<answer>.*?</answer>", re.DOTALL | re.IGNORECASE)
+__all__ = ["EmergenceStats", "repeated_ngram_ratio", "slug", "strip_eos"]
+
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
@@ -36,15 +37,6 @@ def strip_eos(text: str, markers: Sequence[str]) -> tuple[str, bool]:
                 stripped = stripped[: -len(marker)].rstrip()
                 found = changed = True
     return stripped, found
-
-
-def repeated_ngram_ratio(words: Sequence[str], n: int) -> float:
-    """Share of n-grams that repeat an earlier one: 0 for fresh text, -> 1 for a loop."""
-    total = len(words) - n + 1
-    if total <= 1:
-        return 0.0
-    seen = set(zip(*(words[i:] for i in range(n)), strict=False))
-    return 1.0 - len(seen) / total
 
 
 class EmergenceStats:
@@ -82,25 +74,43 @@ class EmergenceStats:
         text, had_eos = strip_eos(response, self._settings.eos_markers)
         stopped = finish_reason == "stop" if finish_reason else had_eos
         logs: dict[str, float] = {f"reflect/{self._slugs[k]}": 0.0 for k in self._keywords}
-        total = 0
         lowered = text.lower()
-        if self._pattern is not None:
-            for match in self._pattern.finditer(lowered):
-                key = " ".join(match.group(1).lower().split())
-                logs[f"reflect/{self._slugs.get(key, slug(key))}"] += 1.0
-                total += 1
-        words = lowered.split()  # whitespace words: 4x cheaper than a regex, same trends
+        total = self._count_keywords(lowered, logs)
+        # Whitespace words: 4x cheaper than a regex, same trends; counted in bounded memory.
+        words = token_stats(lowered, str.split, self._settings.repetition_ngram)
         logs.update(
             {
                 "reflect/total": float(total),
                 "reflect/any": 1.0 if total else 0.0,
                 "response/chars": float(len(text)),
-                "response/words": float(len(words)),
+                "response/words": float(words.count),
                 "response/stopped": 1.0 if stopped else 0.0,
-                "format/think": 1.0 if _THINK_RE.search(text) else 0.0,
-                "format/answer_tag": 1.0 if _ANSWER_TAG_RE.search(text) else 0.0,
+                "format/think": 1.0 if has_pair(text, "<think>", "</think>") else 0.0,
+                "format/answer_tag": 1.0 if has_pair(text, "<answer>", "</answer>") else 0.0,
                 "format/boxed": 1.0 if _BOXED_RE.search(text) else 0.0,
-                "response/repetition": repeated_ngram_ratio(words, self._settings.repetition_ngram),
+                "response/repetition": words.repetition,
             }
         )
         return logs
+
+    def _count_keywords(self, lowered: str, logs: dict[str, float]) -> int:
+        """Count keyword matches into `logs`, one slice of the text per regex call.
+
+        Slices end at `pos + CHUNK_CHARS` but a match is looked for up to 4 KiB further, so a
+        keyword across the cut is found once (the lookbehind sees the text before `pos`).
+        """
+        if self._pattern is None:
+            return 0
+        total = 0
+        position, end_of_text = 0, len(lowered)
+        while position < end_of_text:
+            cut = position + CHUNK_CHARS
+            for match in self._pattern.finditer(lowered, position, min(cut + 4096, end_of_text)):
+                if match.start() >= cut:
+                    break
+                key = " ".join(match.group(1).split())
+                logs[f"reflect/{self._slugs.get(key, slug(key))}"] += 1.0
+                total += 1
+                position = match.end()
+            position = max(position, cut)
+        return total

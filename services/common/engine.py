@@ -13,6 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from services.common.batcher import (
@@ -22,18 +23,33 @@ from services.common.batcher import (
     QueueFullError,
 )
 from services.common.cache import Cache, NullCache, cache_key
-from services.common.contract import RESERVED_LOG_KEYS, GraderInfo, Result, Sample, Status
+from services.common.contract import (
+    CACHED_KEY,
+    NO_CACHE_KEY,
+    RESERVED_LOG_KEYS,
+    STATUS_KEYS,
+    GraderInfo,
+    Result,
+    Sample,
+    Status,
+)
 from services.common.emergence import EmergenceStats
 from services.common.grader import NONDETERMINISTIC, Grader, HasMetrics, Startable
 from services.common.metrics import KitMetrics, RegistryForwarder
+from services.common.offload import maybe_off_loop
 from services.common.settings import EmergenceSettings, ServerSettings
 
 log = logging.getLogger(__name__)
 
 Observer = Callable[[Sequence[Sample], Sequence[Result]], None]
 
-STATUS_KEYS = {status: f"status/{status.value.lower()}" for status in Status}
-CACHED_KEY = "cache/hit"
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """A sample on its way to the grader, with the instant (time.monotonic) its caller stops waiting."""
+
+    sample: Sample
+    deadline: float
 
 
 class ScoringEngine:
@@ -54,9 +70,7 @@ class ScoringEngine:
         emergence = emergence or EmergenceSettings()
         self.emergence = EmergenceStats(emergence)
         self.eos_markers: tuple[str, ...] = tuple(emergence.eos_markers)
-        self.batcher: MicroBatcher[Sample, Result] = MicroBatcher(
-            self._grade_batch, server.batch, self.metrics
-        )
+        self.batcher: MicroBatcher[_Job, Result] = MicroBatcher(self._grade_batch, server.batch, self.metrics)
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self.log_keys = self._all_log_keys()
@@ -68,7 +82,7 @@ class ScoringEngine:
 
     def _all_log_keys(self) -> tuple[str, ...]:
         grader_keys = tuple(k for k in self.grader.log_keys if k not in RESERVED_LOG_KEYS)
-        return (*grader_keys, *self.emergence.keys, *STATUS_KEYS.values(), CACHED_KEY)
+        return (*grader_keys, *self.emergence.keys, *STATUS_KEYS.values(), CACHED_KEY, NO_CACHE_KEY)
 
     @property
     def info(self) -> GraderInfo:
@@ -131,7 +145,7 @@ class ScoringEngine:
             future = self._inflight.get(key) if shared else None
             if future is None:
                 try:
-                    future = self.batcher.submit(samples[index], deadline)
+                    future = self.batcher.submit(_Job(samples[index], deadline), deadline)
                 except QueueFullError as exc:
                     results[index] = self.fallback(Status.OVERLOADED, f"{exc}; retry later or add replicas")
                     continue
@@ -148,16 +162,15 @@ class ScoringEngine:
         for index, future in pending.items():
             result = self._outcome(future, budget)
             results[index] = result
-            if result.status is Status.OK:
+            if result.status is Status.OK and result.cacheable:
                 fresh.append((keys[index], result))
         if fresh and shared:
             self._in_background(self.cache.set_many(fresh))
         final = [
             self._finish(
-                sample,
                 result if result is not None else self.fallback(Status.GRADER_ERROR, "no result"),
                 cached=hit is not None,
-                emergence=emergence,
+                stats=await self._emergence(sample) if emergence else None,
             )
             for sample, result, hit in zip(samples, results, hits, strict=True)
         ]
@@ -175,30 +188,51 @@ class ScoringEngine:
 
     def finish_fallback(self, sample: Sample | None, status: Status, detail: str) -> Result:
         """A fallback result for a sample that never reached the pipeline, with full logs."""
-        return self._finish(sample, self.fallback(status, detail), cached=False)
+        stats = None
+        if sample is not None:
+            stats = self.emergence.compute(sample.response, sample.metadata.get("finish_reason"))
+        return self._finish(self.fallback(status, detail), cached=False, stats=stats)
 
     # -- helpers ------------------------------------------------------------------------
 
-    async def _grade_batch(self, samples: list[Sample]) -> list[Result]:
-        """Grade a batch; when it fails as a whole, grade one by one to isolate the culprit."""
-        try:
-            return await self._call_grader(samples)
-        except Exception:
-            if len(samples) == 1:
-                raise
-        results: list[Result] = []
-        for sample in samples:
-            try:
-                results.extend(await self._call_grader([sample]))
-            except Exception as exc:
-                results.append(self.fallback(Status.GRADER_ERROR, _describe(exc)))
-        return results
+    async def _grade_batch(self, jobs: list[_Job]) -> list[Result]:
+        """Grade a batch; when it fails as a whole, grade its samples apart to isolate the culprit.
 
-    async def _call_grader(self, samples: list[Sample]) -> list[Result]:
-        results = await asyncio.wait_for(self.grader.score(samples), self.server.deadline_s)
+        A batch mixes concurrent requests, so one sample's failure must not become its neighbours':
+        the samples are re-graded concurrently (one slow sample does not queue the others behind
+        it), each within its own caller's deadline, and only the culprit gets GRADER_ERROR.
+        """
+        latest = max(job.deadline for job in jobs)
+        try:
+            return await self._call_grader([job.sample for job in jobs], latest)
+        except Exception:
+            if len(jobs) == 1 or time.monotonic() >= latest:
+                raise  # every caller's deadline has passed: nothing is left to re-grade
+        return list(await asyncio.gather(*(self._grade_alone(job) for job in jobs)))
+
+    async def _grade_alone(self, job: _Job) -> Result:
+        if job.deadline <= time.monotonic():
+            return self.fallback(Status.TIMEOUT, "deadline passed before the sample could be re-graded alone")
+        try:
+            return (await self._call_grader([job.sample], job.deadline))[0]
+        except TimeoutError:
+            return self.fallback(Status.TIMEOUT, "no verdict within the deadline (re-graded alone)")
+        except Exception as exc:
+            return self.fallback(Status.GRADER_ERROR, _describe(exc))
+
+    async def _call_grader(self, samples: list[Sample], deadline: float) -> list[Result]:
+        remaining = max(0.0, deadline - time.monotonic())
+        results = await asyncio.wait_for(self.grader.score(samples), remaining)
         if len(results) != len(samples):
             raise RuntimeError(f"grader returned {len(results)} results for {len(samples)} samples")
         return results
+
+    async def _emergence(self, sample: Sample) -> dict[str, float]:
+        """The sample's emergence logs; a large response is scanned in a thread, off the event loop."""
+        finish_reason = sample.metadata.get("finish_reason")
+        return await maybe_off_loop(
+            len(sample.response), self.emergence.compute, sample.response, finish_reason
+        )
 
     def _outcome(self, future: asyncio.Future[Result], budget: float) -> Result:
         if not future.done():
@@ -214,11 +248,11 @@ class ScoringEngine:
             return self.fallback(Status.OVERLOADED, str(exc))
         return self.fallback(Status.GRADER_ERROR, _describe(exc))
 
-    def _finish(self, sample: Sample | None, result: Result, cached: bool, emergence: bool = True) -> Result:
-        """Attach the logs every sample carries: grader keys, emergence, status flags."""
+    def _finish(self, result: Result, cached: bool, stats: dict[str, float] | None) -> Result:
+        """Attach the logs every sample carries: grader keys, emergence `stats`, status flags."""
         logs = dict.fromkeys(self.log_keys, 0.0)
-        if sample is not None and emergence:
-            logs.update(self.emergence.compute(sample.response, sample.metadata.get("finish_reason")))
+        if stats is not None:
+            logs.update(stats)
         logs.update({k: v for k, v in result.logs.items() if math.isfinite(v)})
         logs[STATUS_KEYS[result.status]] = 1.0
         logs[CACHED_KEY] = 1.0 if cached else 0.0

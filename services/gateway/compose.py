@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.common.contract import Result, Status
+from services.common.contract import NO_CACHE_KEY, Result, Status
 from services.common.formula import Formula, FormulaError
 from services.gateway.settings import RecipeSpec
 
@@ -29,8 +29,11 @@ class CompiledRecipe:
         failures: list[str] = []
         notes: list[str] = []
         worst = Status.OK
+        keep = True  # whether a cache may keep the composed reward
         for name, component in self.spec.components.items():
             outcome = results[name]
+            if isinstance(outcome, Result) and not outcome.cacheable:
+                keep = False
             value_key, ok_key = component_keys(name)
             if isinstance(outcome, Result) and outcome.status is Status.OK:
                 values[name] = outcome.reward if component.value == "reward" else outcome.score
@@ -53,6 +56,10 @@ class CompiledRecipe:
                 failures.append(f"{name} failed ({why}); used fallback {component.fallback:g}")
             logs[value_key] = values[name]
         logs[DEGRADED_KEY] = 1.0 if failures else 0.0
+        # A component's fallback, or a component verdict marked not-cacheable (a fallback judge's),
+        # is right for now only: once the component recovers, the same sample gets its real reward.
+        if failures or not keep:
+            logs[NO_CACHE_KEY] = 1.0
         if len(failures) == len(self.spec.components):
             return Result(reward=0.0, score=0.0, status=worst, detail="; ".join(failures), logs=logs)
         try:

@@ -23,17 +23,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.emergence import repeated_ngram_ratio, strip_eos
+from services.common.emergence import strip_eos
 from services.common.grader import GraderBase, config_hash
+from services.common.offload import maybe_off_loop
 from services.common.settings import DEFAULT_EOS_MARKERS
+from services.common.textscan import pair_contents, token_stats
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
+# A pre-tokenizer's view of the text: each word, and each punctuation mark, symbol or emoji on its
+# own (as BPE tokenizers split them). Counting `\w+` words alone let a response that loops on
+# "?!" or "." (no words at all) escape the overlong and repetition penalties.
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 LOG_KEYS = (
     "rules/format_ok",
@@ -58,7 +62,11 @@ class FormatRulesSettings(BaseModel):
     max_length: int = Field(default=0, ge=0, description="length cap; 0 disables the overlong penalty")
     overlong_buffer: int = Field(default=0, ge=0, description="penalty ramps over the last N units")
     overlong_penalty_factor: float = Field(default=1.0, ge=0)
-    length_unit: Literal["chars", "words"] = "words"
+    length_unit: Literal["tokens", "chars", "words"] = Field(
+        default="tokens",
+        description="tokens: words and each punctuation mark/symbol/emoji; 'words' is an alias of "
+        "'tokens' kept for older configs",
+    )
     repetition_ngram: int = Field(default=4, ge=1)
     repetition_threshold: float = Field(default=0.5, ge=0, lt=1)
     repetition_penalty: float = Field(
@@ -104,7 +112,7 @@ def repetition_penalty(ratio: float, threshold: float, penalty: float) -> float:
 
 
 class FormatGrader(GraderBase):
-    """Pure and cheap: scores in the event loop, no worker needed."""
+    """Pure and cheap: small samples are scored in the event loop, large ones in a thread."""
 
     _log_keys = LOG_KEYS
 
@@ -116,7 +124,7 @@ class FormatGrader(GraderBase):
         self._overrides = functools.lru_cache(maxsize=1024)(self._parse_overrides)
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        return [self.grade(sample) for sample in samples]
+        return [await maybe_off_loop(len(sample.response), self.grade, sample) for sample in samples]
 
     def _parse_overrides(self, label: str) -> FormatRulesSettings | str:
         try:
@@ -152,7 +160,7 @@ class FormatGrader(GraderBase):
             think_ok, answer_part, why = _think_ok(sample.prompt, text)
             if not think_ok:
                 problems.append(why)
-        answers = _ANSWER_RE.findall(answer_part)
+        answers = pair_contents(answer_part, "<answer>", "</answer>")
         answer_ok = len(answers) == 1 and bool(answers[0].strip())
         if config.require_answer_tag and not answer_ok:
             problems.append(f"expected one non-empty <answer>...</answer>, found {len(answers)}")
@@ -161,11 +169,12 @@ class FormatGrader(GraderBase):
             problems.append("no \\boxed{} in the final answer")
         format_ok = not problems
 
-        length = len(text) if config.length_unit == "chars" else len(_WORD_RE.findall(text))
+        tokens = token_stats(text.lower(), _TOKEN_RE.findall, config.repetition_ngram)
+        length = len(text) if config.length_unit == "chars" else tokens.count
         length_pen = overlong_penalty(
             length, config.max_length, config.overlong_buffer, config.overlong_penalty_factor
         )
-        ratio = repeated_ngram_ratio(_WORD_RE.findall(text.lower()), config.repetition_ngram)
+        ratio = tokens.repetition
         repeat_pen = repetition_penalty(ratio, config.repetition_threshold, config.repetition_penalty)
 
         base = config.format_reward if format_ok else config.format_error_reward

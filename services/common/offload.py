@@ -1,0 +1,49 @@
+"""Run CPU work on a sample off the event loop when the sample is large.
+
+One event loop serves every client of a service: a scan of a 30 MB response on it stalls
+`/healthz` and everyone's replies for seconds. Small samples (nearly all) are cheaper to
+handle inline than to hand over; large ones go to a small thread pool. The scans in
+`textscan` work in slices of a quarter megabyte, so a thread running them gives the GIL back
+to the loop every few milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Above this many characters (or bytes) a sample's CPU work leaves the event loop.
+LARGE = 64 * 1024
+# Threads for that work: big samples are rare, and more threads would only contend for the GIL.
+WORKERS = 2
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="arbiter-cpu")
+        return _executor
+
+
+async def off_loop(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`function(*args, **kwargs)` in the CPU pool, awaited from the loop."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_pool(), functools.partial(function, *args, **kwargs))
+
+
+async def maybe_off_loop(size: int, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Inline when `size` is small, in the CPU pool when it is LARGE or more."""
+    if size < LARGE:
+        return function(*args, **kwargs)
+    return await off_loop(function, *args, **kwargs)
