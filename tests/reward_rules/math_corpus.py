@@ -122,22 +122,24 @@ add(
     [("\\frac{7}{2}", True), ("3.5", True), ("3 1/2", True), ("\\frac{3}{2}", False)],
 )
 
-# -- percentages -----------------------------------------------------------------------------
+# -- percentages (rule "number", the default: a percent sign is a unit, 42% answers 42) -------
 add(
     "percent",
     "25\\%",
     [
         ("25\\%", True),
         ("25%", True),
-        ("0.25", True),
         ("25", True),
-        ("\\frac14", True),
+        ("25.0", True),
+        ("0.25", False),
+        ("\\frac14", False),
         ("2.5\\%", False),
         ("0.025", False),
         ("26\\%", False),
     ],
 )
-add("percent", "0.4", [("40\\%", True), ("40", False), ("4\\%", False)])
+add("percent", "0.4", [("40\\%", False), ("0.4", True), ("4\\%", False)])
+add("percent", "40", [("40\\%", True), ("40 \\text{ percent}", True), ("0.4", False), ("4\\%", False)])
 
 # -- scientific notation ------------------------------------------------------------------------
 add(

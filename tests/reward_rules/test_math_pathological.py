@@ -69,6 +69,23 @@ async def test_pathological_inputs_get_a_verdict_in_time(math_grader: MathGrader
     await _assert_healthy(math_grader)
 
 
+async def test_what_the_answer_causes_is_a_verdict_never_a_timeout(math_grader: MathGrader) -> None:
+    """A wall of unclosed boxes, deep nesting or a huge expression: reward 0, status OK."""
+    walls = [
+        "\\boxed{" * 100_000 + " so the answer is \\boxed{4}",
+        "\\boxed{" * 100_000 + " The answer is 4.",
+        "\\fbox{" * 50_000 + "\\boxed{" * 50_000 + "4",
+        "{" * 300_000 + "\\boxed{4}",
+        "\\boxed{" + "\\sqrt{" * 3000 + "4" + "}" * 3000 + "}",
+    ]
+    results = await math_grader.score([Sample(response=r, label="3") for r in walls])
+    for result in results:
+        assert result.status == Status.OK, result.detail
+        assert (result.reward, result.score) == (0.0, 0.0)
+    right = await math_grader.score([Sample(response="\\boxed{" * 100_000 + " \\boxed{3}", label="3")])
+    assert right[0].score == 1.0, right[0].detail
+
+
 async def _assert_healthy(grader: MathGrader) -> None:
     results = await grader.score([Sample(response="\\boxed{\\frac{1}{2}}", label="0.5")] * 4)
     assert [r.score for r in results] == [1.0] * 4
@@ -100,10 +117,15 @@ async def test_stuck_worker_is_killed_and_replaced() -> None:
         start = time.monotonic()
         results = await grader.score([Sample(response="\\boxed{3}", label="3")] * 4)
         assert time.monotonic() - start < grader.config.deadline_s + _GENEROUS_S
-        assert Status.TIMEOUT in {r.status for r in results}
+        # A worker that never answers within a sample's own budget is treated as the answer's
+        # doing (a wrong answer); samples the deadline cut short are TIMEOUTs.
+        stuck = [r for r in results if r.logs["math/too_costly"] == 1.0 or r.status == Status.TIMEOUT]
+        assert stuck
         for result in results:
             assert result.status in (Status.OK, Status.TIMEOUT)
             assert result.logs["math/timeout"] == (1.0 if result.status == Status.TIMEOUT else 0.0)
+            if result.logs["math/too_costly"] == 1.0:
+                assert (result.status, result.reward, result.score) == (Status.OK, 0.0, 0.0)
         assert pool.kills >= 1
         await _assert_healthy(grader)
         assert pool.alive() == 2

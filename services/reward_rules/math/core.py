@@ -17,12 +17,14 @@ from typing import Any
 from services.reward_rules.math.equivalence import Comparison, equivalent
 from services.reward_rules.math.extract import (
     Extraction,
+    all_boxed,
     choice_letter,
+    choice_option,
     extract_answer,
     extract_choice,
     extract_reference,
 )
-from services.reward_rules.math.nodes import Node
+from services.reward_rules.math.nodes import Node, Num, Op, Seq
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
 from services.reward_rules.math.parse import ParseError, parse_answer
 
@@ -38,11 +40,17 @@ class GradeOptions:
 
     rel_tol: float = 1e-6
     use_sympy: bool = True
+    percent: str = "number"  # `42%` is 42 ("number") or 0.42 ("value"); see equivalence
+    decimal_comma: str = "auto"  # is `1,5` the decimal 1.5? "auto" | "never" | "always"
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A verdict: correct | incorrect | no_answer | bad_reference | timeout | error."""
+    """A verdict: correct | incorrect | no_answer | too_costly | bad_reference | timeout | error.
+
+    `too_costly`: the answer itself exhausted its budget, memory or recursion (a wrong
+    answer); `timeout`: the service ran out of time (the fallback reward).
+    """
 
     verdict: str
     detail: str
@@ -104,6 +112,11 @@ def _reference(label: str, default_rel_tol: float) -> _Reference:
     if not answers:
         raise BadReference("empty reference answer")
     choice = choice_letter(answers[0]) if len(answers) == 1 else None
+    if len(answers) == 1 and choice is None:
+        option = choice_option(answers[0])
+        if option is not None:  # "(C) 12 meters": the letter, or the option's text
+            choice = option[0]
+            answers = [clean_answer(option[1]) or answers[0]]
     if choice_forced and choice is None:
         raise BadReference("label says choice but the answer is not a letter")
     return _Reference(tuple(answers), choice, rel_tol)
@@ -118,7 +131,9 @@ def _parsed(cleaned: str) -> Node | None:
 
 
 @lru_cache(maxsize=16384)
-def _compare(gold: str, pred: str, rel_tol: float, use_sympy: bool) -> tuple[bool, str, bool, bool]:
+def _compare(
+    gold: str, pred: str, rel_tol: float, use_sympy: bool, percent: str
+) -> tuple[bool, str, bool, bool]:
     """(equal, how, pred parsed, sympy used) for two cleaned answers."""
     if canonical_key(gold) == canonical_key(pred):
         return True, "same text", True, False
@@ -135,7 +150,7 @@ def _compare(gold: str, pred: str, rel_tol: float, use_sympy: bool) -> tuple[boo
         from services.reward_rules.math.symbolic import sympy_equal
 
         symbolic = sympy_equal
-    comparison = Comparison(rel_tol=rel_tol, symbolic=symbolic)
+    comparison = Comparison(rel_tol=rel_tol, symbolic=symbolic, percent=percent)
     equal = equivalent(gold_node, pred_node, comparison)
     if equal:
         how = "+".join(dict.fromkeys(comparison.methods)) or "equivalent"
@@ -169,14 +184,51 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
         extraction = extract_answer(response)
     if extraction is None:
         return Outcome("no_answer", "no final answer found in the response")
-    return _grade_extraction(reference, extraction, opts)
+    extra: list[str] = []
+    items = _list_size(reference)
+    if items > 1 and extraction.source.endswith("boxed"):
+        # "part (a): \boxed{3} ... part (b): \boxed{8}" against the list reference "3, 8".
+        boxes = all_boxed(response)
+        if len(boxes) >= items:
+            extra.append(clean_answer(", ".join(boxes[-items:])))
+    return _grade_extraction(reference, extraction, opts, extra)
 
 
-def _grade_extraction(reference: _Reference, extraction: Extraction, opts: GradeOptions) -> Outcome:
+def _list_size(reference: _Reference) -> int:
+    """How many answers a list reference (`3, 8`, `\\{2, 7\\}`) holds; 1 for anything else."""
+    node = _parsed(reference.answers[0])
+    return len(node.items) if isinstance(node, Seq) and node.open in ("", "{") else 1
+
+
+_DECIMAL_COMMA = re.compile(r"^(-?\d+),(\d+)$")
+
+
+def _decimal_comma(pred: str, reference: _Reference, rule: str) -> str | None:
+    """`1,5` read as 1.5 (see GradeOptions.decimal_comma), or None to keep it a list."""
+    match = _DECIMAL_COMMA.match(pred)
+    if match is None or rule == "never":
+        return None
+    if rule == "auto":
+        node = _parsed(reference.answers[0])
+        if isinstance(node, Op) and node.op == "neg":
+            node = node.args[0]
+        if len(match.group(2)) == 3 or not isinstance(node, Num):
+            return None
+    return f"{match.group(1)}.{match.group(2)}"
+
+
+def _grade_extraction(
+    reference: _Reference, extraction: Extraction, opts: GradeOptions, extra: list[str] | None = None
+) -> Outcome:
     pred = clean_answer(extraction.text)
     if not pred:
         return Outcome("no_answer", f"empty answer in {extraction.source}")
-    candidates = [pred]
+    decimal = _decimal_comma(pred, reference, opts.decimal_comma)
+    if decimal is not None and opts.decimal_comma == "always":
+        pred = decimal
+    candidates = [pred, *(extra or [])]
+    if decimal is not None and decimal != pred:
+        candidates.append(decimal)
     if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")) and _parsed(pred) is None:
         leading = _LEADING_NUMBER.match(pred)
         if leading:
@@ -186,7 +238,7 @@ def _grade_extraction(reference: _Reference, extraction: Extraction, opts: Grade
     for candidate in candidates:
         for gold in reference.answers:
             equal, how, parsed_now, symbolic_now = _compare(
-                gold, candidate, reference.rel_tol, opts.use_sympy
+                gold, candidate, reference.rel_tol, opts.use_sympy, opts.percent
             )
             parsed |= parsed_now
             symbolic |= symbolic_now

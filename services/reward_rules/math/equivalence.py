@@ -52,11 +52,20 @@ from services.reward_rules.math.normalize import text_key
 
 __all__ = ["Comparison", "equivalent"]
 
-# Generic points for the identity test: irrational-looking, positive, away from poles.
-_POINTS = (
+# Generic points for the identity test: irrational-looking, away from poles, on both
+# sides of zero and at several scales, so `|x|`, `\\sqrt{x^2}` and `|x-5|` are not
+# mistaken for `x`, `x` and `5-x` (they agree with them on the positive or small points).
+_POSITIVE_ROWS = (
     ("0.5772156649015328606", "1.3247179572447460260", "2.2360679774997896964"),
     ("1.6180339887498948482", "0.7071067811865475244", "3.1415926535897932385"),
     ("2.7182818284590452354", "1.7320508075688772935", "0.3183098861837906715"),
+    ("7.3890560989306502272", "12.182493960703473438", "5.4365636569180904707"),
+)
+_SIGNS = ((1, 1, 1), (-1, -1, -1), (1, -1, 1), (-1, 1, -1))
+_POINTS = tuple(
+    tuple(("-" if sign < 0 else "") + value for sign, value in zip(signs, row, strict=True))
+    for signs in _SIGNS
+    for row in _POSITIVE_ROWS[: 4 if signs == (1, 1, 1) else 3 if signs == (-1, -1, -1) else 1]
 )
 _STRICT_REL = mpmath.mpf(10) ** (-(DPS - 12))
 _ZERO = mpmath.mpf(10) ** (-(DPS - 10))
@@ -73,6 +82,7 @@ class Comparison:
 
     rel_tol: float = 1e-6
     symbolic: SymbolicCheck | None = None
+    percent: str = "number"  # how `42%` compares with a plain number: "number" | "value"
     methods: list[str] = field(default_factory=list)
     used_symbolic: bool = False
     too_large: bool = False
@@ -119,27 +129,80 @@ def _text_equal(g: Node, p: Node, ctx: Comparison) -> bool:
 
 
 # -- relations ----------------------------------------------------------------------------
+def _is_label(node: Node) -> bool:
+    """A name for a value: `x`, `a_1`, `f(x)`, `(a, b)`, `\\frac{AM}{MB}`, `S_1:S_2`, `\\lim a_n`.
+
+    What follows `label =` in a reference or an answer is the value it gives. An
+    expression such as `x + y` or `2x` is not a label: `x + y = 10` is an equation.
+    """
+    if not free_symbols(node):
+        return False
+    if isinstance(node, Sym | Call):
+        return True
+    if isinstance(node, Op) and node.op == "mul":
+        return isinstance(node.args[0], Sym)
+    if isinstance(node, Op) and node.op == "div":
+        return all(_is_label(a) for a in node.args)
+    if isinstance(node, Seq):
+        return bool(node.items) and all(_is_label(a) for a in node.items)
+    return False
+
+
 def _is_assignment(rel: Rel) -> bool:
-    """`x = ...`, `a_1 = ...`, `f(x) = ...` (parsed f·x): a name, then its value."""
-    lhs = rel.parts[0]
-    named = isinstance(lhs, Sym | Call) or (
-        isinstance(lhs, Op) and lhs.op == "mul" and all(isinstance(a, Sym) for a in lhs.args)
-    )
-    return named and all(op == "=" for op in rel.ops)
+    """`x = ...`, `a_1 = ...`, `f(x) = ...`, `(a, b) = (4, 9)`: a name, then its value."""
+    return _is_label(rel.parts[0]) and all(op == "=" for op in rel.ops)
+
+
+def _stated_value(rel: Rel) -> Node | None:
+    """The value a relation states, or None when it is an equation or inequality to compare.
+
+    `x = 2 + 3 + 4 = 9` states 9 (the last value of a chain); `\\frac{2}{7} \\approx 0.29`
+    and `x = \\frac{2}{7} \\approx 0.29` state 2/7 (an approximation only rounds what comes
+    before it); `x \\in [1, 4)` states the interval; `23 \\bmod 6 = 5` states 5.
+    """
+    ops, parts = rel.ops, rel.parts
+    if ops[-1] == "in" and all(op in ("=", "in") for op in ops):
+        return parts[-1]
+    if not all(op in ("=", "approx") for op in ops):
+        return None
+    named = _is_label(parts[0])
+    if not named and free_symbols(parts[0]):
+        return None  # an equation: `x + y = 10`
+    if "approx" in ops:
+        first = ops.index("approx")
+        if first == 0 and named:
+            return parts[-1] if len(parts) == 2 else parts[1]
+        return parts[first]
+    return parts[-1]
+
+
+def _approximation(rel: Rel) -> Node | None:
+    """The rounded value written after `\\approx`, when there is one."""
+    return rel.parts[rel.ops.index("approx") + 1] if "approx" in rel.ops else None
+
+
+def _answer_of(rel: Rel) -> Node | None:
+    """A relation as one comparable answer: its stated value or the interval it describes."""
+    value = _stated_value(rel)
+    return value if value is not None else _relation_interval(rel)
 
 
 def _relation_cases(g: Node, p: Node, ctx: Comparison) -> bool:
     if isinstance(g, Rel) and isinstance(p, Rel):
         return _relations_equal(g, p, ctx)
     if isinstance(g, Rel):
-        if g.ops[-1] == "in" or _is_assignment(g):
-            return _equal(g.parts[-1], p, ctx)
-        interval = _relation_interval(g)
-        return interval is not None and _equal(interval, p, ctx)
+        value = _answer_of(g)
+        if value is None:
+            return False
+        if _equal(value, p, ctx):
+            return True
+        approximation = _approximation(g)
+        return approximation is not None and has_inexact(p) and _equal(approximation, p, ctx)
     assert isinstance(p, Rel)
-    if all(op == "=" for op in p.ops) or p.ops[-1] == "in":
-        # "x = 5", "k = 2 + 3 = 5", "x \in (1, 2)": the answer is the last right-hand side.
-        return _equal(g, p.parts[-1], ctx)
+    stated = _stated_value(p)
+    if stated is not None:
+        # "x = 5", "k = 2 + 3 = 5", "x \\in (1, 2)": the answer is the value stated.
+        return _equal(g, stated, ctx)
     interval = _relation_interval(p)
     return interval is not None and isinstance(g, Seq | SetOp) and _equal(g, interval, ctx)
 
@@ -156,6 +219,14 @@ def _flip(rel: Rel) -> Rel:
 
 def _relations_equal(g: Rel, p: Rel, ctx: Comparison) -> bool:
     g, p = _flip(g), _flip(p)
+    if g.ops != p.ops and ({"approx", "in"} & set(g.ops + p.ops) or len(g.parts) != len(p.parts)):
+        gs, ps = _stated_value(g), _stated_value(p)
+        if gs is not None and ps is not None:
+            same_name = not (_is_label(g.parts[0]) and _is_label(p.parts[0])) or g.parts[0] == p.parts[0]
+            return same_name and _equal(gs, ps, ctx)
+        ga, pa = _answer_of(g), _answer_of(p)
+        if ga is not None and pa is not None:
+            return _equal(ga, pa, ctx)
     if g.ops != p.ops:
         if len(g.parts) == len(p.parts) == 2 and set(g.ops) | set(p.ops) <= {"=", "in"}:
             return _equal(g.parts[0], p.parts[0], ctx) and _equal(g.parts[1], p.parts[1], ctx)
@@ -190,6 +261,8 @@ def _proportional(a: Node, b: Node, ctx: Comparison, positive: bool) -> bool:
         try:
             va, vb = approx(a, point), approx(b, point)
         except EvalError:
+            continue
+        if _is_real(va) != _is_real(vb):
             continue
         if abs(vb) <= _ZERO or abs(va) <= _ZERO:
             if abs(vb) <= _ZERO and abs(va) <= _ZERO:
@@ -239,6 +312,8 @@ def _expand_pm(node: PlusMinus) -> Seq:
 
 
 def _kind(seq: Seq) -> str:
+    if seq.open == ":":
+        return "ratio"
     if seq.open == "{":
         return "set"
     if seq.open == "":
@@ -266,6 +341,8 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
         return False
     gk, pk = _kind(g), _kind(p)
     g_items, p_items = _flatten_pm(g.items), _flatten_pm(p.items)
+    if "ratio" in (gk, pk):
+        return gk == pk and (_ordered(g_items, p_items, ctx) or _same_ratio(g_items, p_items, ctx))
     if gk == "interval" or pk == "interval":
         if (g.open, g.close) != (p.open, p.close) and not (gk == "tuple" and pk == "tuple"):
             return False
@@ -279,6 +356,14 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
     if {gk, pk} == {"tuple", "vector"} and len(g_items) == 2:
         return False  # (a, b) vs [a, b]: an open vs a closed interval
     return _ordered(g_items, p_items, ctx)
+
+
+def _same_ratio(g_items: Sequence[Node], p_items: Sequence[Node], ctx: Comparison) -> bool:
+    """`5:12` and `10:24` are one ratio: a:b = c:d when a·d = b·c."""
+    if len(g_items) != 2 or len(p_items) != 2:
+        return False
+    (a, b), (c, d) = g_items, p_items
+    return _scalar_equal(Op("mul", (a, d)), Op("mul", (b, c)), ctx)
 
 
 def _flatten_pm(items: Sequence[Node]) -> tuple[Node, ...]:
@@ -331,17 +416,22 @@ def _matrix_equal(g: Node, p: Node, ctx: Comparison) -> bool:
 
 # -- numbers ------------------------------------------------------------------------------
 def _percent_equal(g: Node, p: Node, ctx: Comparison) -> bool:
-    """`50%` answers both `0.5` and `50`; `50%` vs `50%` compares the numbers."""
+    """`42%` against a plain number, by the configured rule (never both readings at once).
+
+    "number" (the default, as MATH's and GSM8K's normalisers strip `\\%`): `42%` is the
+    number 42 with a unit, so it answers `42` and not `0.42`. "value": `42%` is 0.42, so
+    it answers `0.42` and not `42`. `42%` against `42%` compares the numbers.
+    """
     if isinstance(g, Pct) and isinstance(p, Pct):
         return _scalar_equal(g.arg, p.arg, ctx)
-    word, other = (g, p) if isinstance(g, Pct) else (p, g)
-    assert isinstance(word, Pct)
-    as_value = Op("div", (word.arg, Num(Fraction(100))))
-    if _scalar_equal(as_value, other, ctx) if word is g else _scalar_equal(other, as_value, ctx):
-        return True
-    # "What percent...": 25% answers 25, but only for whole numbers (0.5% is not 0.5).
-    a, b = exact(word.arg), exact(other)
-    return a is not None and a == b and a.denominator == 1
+    g_value, p_value = (_percent_as(n, ctx.percent) for n in (g, p))
+    return _equal(g_value, p_value, ctx)
+
+
+def _percent_as(node: Node, rule: str) -> Node:
+    if not isinstance(node, Pct):
+        return node
+    return node.arg if rule == "number" else Op("div", (node.arg, Num(Fraction(100))))
 
 
 def _scalar_equal(g: Node, p: Node, ctx: Comparison) -> bool:
@@ -386,11 +476,15 @@ def _numeric_equal(g: Node, p: Node, names: list[str], inexact: bool, ctx: Compa
         values: list[tuple[Any, Any]] = []
         for point in _points(names):
             try:
-                values.append((approx(g, point, dps), approx(p, point, dps)))
+                pair = (approx(g, point, dps), approx(p, point, dps))
             except EvalError as error:
                 if "too large" in str(error):
                     ctx.too_large = True
                     return None
+                continue
+            if _is_real(pair[0]) != _is_real(pair[1]):
+                continue  # outside one side's real domain (`\\sqrt{x}` at x < 0): no evidence
+            values.append(pair)
         if not values or (names and len(values) < 2):
             return None
         magnitude = max(max(abs(a), abs(b)) for a, b in values)
@@ -410,6 +504,10 @@ def _numeric_equal(g: Node, p: Node, names: list[str], inexact: bool, ctx: Compa
             return True
         return False
     return None
+
+
+def _is_real(value: Any) -> bool:
+    return not isinstance(value, mpmath.mpc) or value.imag == 0
 
 
 def _mp(value: Fraction) -> Any:

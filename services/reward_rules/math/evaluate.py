@@ -67,6 +67,11 @@ def _exact(node: Node) -> Fraction:
             return _exact(node.args[0]) / _exact(node.args[1])
         if node.op == "pow":
             return _exact_pow(_exact(node.args[0]), _exact(node.args[1]))
+        if node.op == "mod":
+            left, right = _exact(node.args[0]), _exact(node.args[1])
+            if left.denominator != 1 or right.denominator != 1 or right == 0:
+                raise EvalError("mod of non-integers")
+            return left % right
         if node.op == "fact":
             value = _exact(node.args[0])
             if value.denominator != 1 or not 0 <= value <= _MAX_EXACT_FACTORIAL:
@@ -190,6 +195,11 @@ def _approx(node: Node, env: Mapping[str, MpNumber]) -> MpNumber:
             return _approx(args[0], env) / denominator
         if node.op == "pow":
             return _power(_approx(args[0], env), _approx(args[1], env))
+        if node.op == "mod":
+            left, right = _approx(args[0], env), _approx(args[1], env)
+            if isinstance(left, mpmath.mpc) or isinstance(right, mpmath.mpc) or right == 0:
+                raise EvalError("mod of non-reals")
+            return mpmath.fmod(left, right) % right
         if node.op == "fact":
             value = _approx(args[0], env)
             if isinstance(value, mpmath.mpc) or value < 0 or abs(value) > 1e15:

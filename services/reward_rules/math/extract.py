@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "Extraction",
+    "all_boxed",
     "choice_letter",
+    "choice_option",
     "extract_answer",
     "extract_boxed",
     "extract_choice",
@@ -31,9 +33,17 @@ _THINK_CLOSE = re.compile(r"</think(?:ing)?\s*>", re.I)
 _SPECIAL_TOKENS = re.compile(r"<\|[^|<>]{1,40}\|>|</s>|<｜[^｜<>]{1,40}｜>|<eos>|<end_of_turn>")
 _ANSWER_TAG = re.compile(r"<answer>", re.I)
 _ANSWER_TAG_CLOSE = re.compile(r"</answer>", re.I)
+# "The answer is", "Answer:", and the same announcement in the languages models answer in.
 _ANCHOR = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:\([^()\n]{0,30}\)\s*)?"
-    r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be)\s*[:=]?",
+    r"(?:(?:final\s+answer|the\s+answer|answer)\s*(?:\([^()\n]{0,30}\)\s*)?"
+    r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be)\s*[:=]?"
+    r"|(?<![a-z])(?:r[ée]ponse|respuesta|resposta|risposta)(?:\s+(?:finale?|correcte|correcta|correta|corretta))?"
+    r"\s*(?:\*\*)?\s*(?:est|es|é|è|:|=)\s*[:=]?"
+    r"|(?<![a-z])(?:endg[üu]ltige\s+)?antwort\s*(?:\*\*)?\s*(?:ist|lautet|:|=)\s*[:=]?"
+    r"|(?<![а-я])ответ\s*(?:\*\*)?\s*[:=]"
+    r"|(?:答案|答え|解答|结果|結果)\s*(?:\*\*)?\s*(?:应该是|应为|是|为|為|は|:|：|=)"
+    r"|(?:^|\n)\s*答\s*[:：]"
+    r"|(?:정답|답)\s*(?:은|는|:))\s*(?:\*\*)?",
     re.I,
 )
 _GSM8K = re.compile(r"####\s*([^\n]+)")
@@ -46,8 +56,22 @@ _MATH_SPAN = re.compile(
 )
 _PROSE_WORD = re.compile(r"(?<![\\a-zA-Z{])[a-zA-Z]{3,}")
 _SENTENCE_END = re.compile(
-    r"\.(?=\s|$)|\n|;|\s(?:because|since|so|which|as|where|when|therefore|thus|hence)\s|,\s(?=[a-zA-Z]{3})"
+    r"\.(?=\s|$)|\n|;|[。，；！？!?]|\s(?:because|since|so|which|as|where|when|therefore|thus|hence"
+    r"|car|parce|porque|pues|weil|denn)\s|,\s(?=[^\W\d_]{3})"
 )
+# "... is 17": what a sentence says its subject is (the last copula in it).
+_COPULA = re.compile(
+    r"(?:^|\s)(?:is|are|was|were|equals|equal\s+to|be|comes\s+to|est|sont|vaut|es|son|ist|sind|é|è|равно|равен)"
+    r"(?=\s|\$)|=|是|为|為|等于|は",
+    re.I,
+)
+# A number after these words is a circumstance ("in 3 months", "dans 3 mois"), not the answer.
+_CIRCUMSTANCE = re.compile(
+    r"(?:^|[\s(])(?:in|within|after|before|during|every|per|dans|après|avant|pendant|durante|dentro\s+de|"
+    r"después\s+de|antes\s+de|nach|innerhalb|vor|через)\s+(?:the\s+|les\s+|los\s+|las\s+|den\s+)?$",
+    re.I,
+)
+_SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s|$)|\n")
 _CHOICE_REF = re.compile(r"^\s*\(?\s*([A-J])\s*\)?\s*[.:)]?\s*$")
 _CHOICE_PAREN_LOWER = re.compile(r"^\s*\(([a-j])\)\s*[.:]?\s*$")  # "(b)": a letter, not a variable
 _CHOICE_IN_TEXT = re.compile(r"(?:^|[\s(\[*{:])\(?([A-J])\)?(?=$|[\s).,:;*\]}])")
@@ -86,51 +110,56 @@ def visible_text(response: str) -> str:
     return _SPECIAL_TOKENS.sub(" ", response).strip()
 
 
-def _braced(text: str, open_pos: int) -> int | None:
-    """Index just past the brace group starting at `open_pos` (`{`), or None if unbalanced."""
-    depth = 0
-    for j in range(open_pos, len(text)):
-        char = text[j]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        elif char == "\\" and j + 1 < len(text) and text[j + 1] in "{}":
-            # \{ and \} are literal braces inside the box; they still nest in practice.
-            continue
-    return None
+_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z]) *")
+_BRACE = re.compile(r"[{}]")
+
+
+def _closing_braces(text: str, opens: set[int]) -> dict[int, int]:
+    """Index just past the group for each `{` in `opens`: one left-to-right pass (linear).
+
+    Scanning from each box to the end of the text instead would be quadratic in a wall
+    of unclosed `\\boxed{` (a response can hold 100,000 of them).
+    """
+    closes: dict[int, int] = {}
+    stack: list[int] = []
+    for match in _BRACE.finditer(text):
+        if match.group() == "{":
+            stack.append(match.start())
+        elif stack:
+            start = stack.pop()
+            if start in opens:
+                closes[start] = match.end()
+    return closes
 
 
 def _boxed_spans(text: str) -> list[tuple[int, int, str]]:
-    """All top-level `\\boxed{...}` / `\\fbox{...}` contents, scanning right to left."""
+    """The last top-level `\\boxed{...}` / `\\fbox{...}` contents (at most 8), right to left."""
+    commands = list(_BOX_COMMAND.finditer(text))
+    if not commands:
+        return []
+    closes = _closing_braces(text, {m.end() for m in commands if text.startswith("{", m.end())})
     spans: list[tuple[int, int, str]] = []
-    end = len(text)
-    while True:
-        start = max(text.rfind("\\boxed", 0, end), text.rfind("\\fbox", 0, end))
-        if start < 0:
-            return spans
-        cmd_end = start + (6 if text.startswith("\\boxed", start) else 5)
-        j = cmd_end
-        while j < len(text) and text[j] == " ":
-            j += 1
+    for command in reversed(commands):
+        start, j = command.start(), command.end()
         if j < len(text) and text[j] == "{":
-            close = _braced(text, j)
+            close = closes.get(j)
             if close is None:
-                end = start
                 continue
-            content = text[j + 1 : close - 1]
             # A box nested inside a later box is part of that box, not a separate answer.
             if not spans or close <= spans[-1][0]:
-                spans.append((start, close, content.strip()))
+                spans.append((start, close, text[j + 1 : close - 1].strip()))
         elif j < len(text):
-            word = re.match(r"[^\s$.,;]+", text[j:])
-            if word:
+            word = re.match(r"[^\s$.,;]+", text[j : j + 200])
+            if word and (not spans or j + word.end() <= spans[-1][0]):
                 spans.append((start, j + word.end(), word.group(0)))
-        end = start
         if len(spans) >= 8:
-            return spans
+            break
+    return spans
+
+
+def all_boxed(text: str) -> list[str]:
+    """Every top-level boxed answer of the visible text, in reading order (at most 8)."""
+    return [content for _, _, content in reversed(_boxed_spans(visible_text(text)))]
 
 
 def extract_boxed(text: str) -> str | None:
@@ -164,13 +193,65 @@ def _after_anchor(segment: str) -> str:
     return clause.strip().strip("*").strip()
 
 
-def _anchored(text: str) -> str | None:
+def _anchored(text: str, raw: bool = False) -> str | None:
+    """What follows the last answer phrase; `raw` keeps a whole sentence (for letters)."""
     last = _last(_ANCHOR.finditer(text))
     if last is None:
         return None
     answer = _after_anchor(text[last.end() :])
     answer = re.sub(r"^#{2,}\s*", "", answer) if answer else answer  # "the answer is #### 12"
-    return answer or None
+    if not answer:
+        return None
+    return answer if raw else sentence_value(answer)
+
+
+def _is_sentence(text: str) -> bool:
+    """Prose that holds a value ("The smallest possible value of $k$ is 17"), not an answer."""
+    head = _PROSE_WORD.match(text) or re.match(r"[^\W\d_]{2,}", text)
+    return head is not None and re.search(r"\d", text) is not None and len(text.split()) >= 3
+
+
+def sentence_value(clause: str) -> str:
+    """The value a sentence states: after its last copula, else its answer-like number.
+
+    "The number of red marbles Tom has is 42" -> "42"; "Priya has 56 stickers in total"
+    -> "56"; "il reste 64 € à payer dans 3 mois" -> "64 €" (a number after "dans", "in",
+    "after"... is a circumstance). A clause that is not prose comes back unchanged.
+    """
+    clause = clause.strip()
+    if not _is_sentence(_MATH_SPAN.sub("x", clause)):
+        return clause
+    # Copulas inside math spans belong to the math (`$x = 3$`): search outside them.
+    masked = _MATH_SPAN.sub(lambda m: "#" * len(m.group(0)), clause)
+    copula = _last(_COPULA.finditer(masked))
+    if copula is not None:
+        rest = clause[copula.end() :].strip()
+        if rest and re.search(r"\d|\\|\$", rest):
+            return rest
+    picked = _pick_number(clause)
+    return picked if picked is not None else clause
+
+
+def _candidates(sentence: str) -> list[re.Match[str]]:
+    """Math spans, and numbers outside them, in reading order."""
+    spans = list(_MATH_SPAN.finditer(sentence))
+    found = list(spans)
+    for number in _NUMBER.finditer(sentence):
+        if not any(span.start() <= number.start() < span.end() for span in spans):
+            found.append(number)
+    found.sort(key=lambda m: m.start())
+    return found
+
+
+def _pick_number(sentence: str) -> str | None:
+    """The answer-like value of one sentence: the last one not introduced by "in", "dans"..."""
+    found = _candidates(sentence)
+    if not found:
+        return None
+    kept = [m for m in found if _CIRCUMSTANCE.search(sentence[max(0, m.start() - 24) : m.start()]) is None]
+    chosen = (kept or found)[-1]
+    groups = [g for g in chosen.groups() if g is not None] if chosen.re is _MATH_SPAN else []
+    return groups[0] if groups else chosen.group(0)
 
 
 def _last_number_or_span(text: str) -> tuple[str, str] | None:
@@ -182,9 +263,15 @@ def _last_number_or_span(text: str) -> tuple[str, str] | None:
         # A span deep inside a long sentence is reasoning; only a span near the end counts.
         if len(tail) - span.end() <= 40:
             return content, "last_math"
-    if number is not None:
-        return number.group(0), "last_number"
-    return None
+    if number is None:
+        return None
+    # The last sentence that holds a number states the answer; a later number in it that
+    # only says when or where ("... dans 3 mois", "... in 2 days") does not.
+    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(tail, 0, number.start())]
+    sentence = tail[breaks[-1] if breaks else 0 : number.end() + 200]
+    end = _SENTENCE_BREAK.search(sentence, number.end() - (breaks[-1] if breaks else 0))
+    picked = _pick_number(sentence[: end.start()] if end else sentence)
+    return (picked if picked is not None else number.group(0)), "last_number"
 
 
 def extract_answer(response: str) -> Extraction | None:
@@ -268,30 +355,68 @@ def choice_letter(reference: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
+_CHOICE_OPTION = re.compile(r"^\s*(?:\(([A-J])\)|([A-J])[.:)])\s*(\S.*)$", re.S)
+_LEADING_CHOICE = re.compile(r"^\s*(?:\*\*)?\(?([A-J])\)?(?:\*\*)?(?:[.:)]|\s*$)")
+# A letter that a response rules out: "not A", "cannot be D", "不是 A", "A and B both fail".
+_NEGATED_BEFORE = re.compile(
+    r"(?:\bnot|n't|\bcannot(?:\s+be)?|\bnever|\brule\s+out|\beliminates?|\bexcept|\bexcludes?|\bnor|\bpas"
+    r"|\bno\s+es|\bnicht|\bkeine?|不是|不选|排除|而非)\s*(?:be\s+|option\s+|choice\s+)?\(?\s*$",
+    re.I,
+)
+_NEGATED_AFTER = re.compile(
+    r"^\)?\s*(?:(?:,|and|or|&|et|y|和|、)\s*\(?[A-J]\)?\s*)*(?:is|are|was|were)?\s*(?:both\s+|all\s+|also\s+)?"
+    r"(?:wrong|incorrect|false|invalid|impossible|eliminated|ruled\s+out|not\b|fails?\b|violates?|contradicts?"
+    r"|faux|fausses?|incorrecte?s?|falsch|错|不对|不正确)",
+    re.I,
+)
+_CHOICE_LETTER = re.compile(r"(?:^|[\s(\[*{:]|[^\x00-\x7f])\(?([A-J])\)?(?=$|[\s).,:;*\]}]|[^\x00-\x7f])")
+
+
+def choice_option(reference: str) -> tuple[str, str] | None:
+    """A reference that gives a letter and its option text: `(C) 12 meters`, `A. Paris`."""
+    match = _CHOICE_OPTION.match(reference.strip().strip("$"))
+    if match is None:
+        return None
+    return (match.group(1) or match.group(2)), match.group(3).strip()
+
+
+def _chosen_letter(text: str, first: bool) -> str | None:
+    """The letter a piece of text chooses, skipping letters it rules out."""
+    cleaned = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).replace("*", " ")
+    letter = choice_letter(cleaned)
+    if letter is not None:
+        return letter
+    kept = [
+        m
+        for m in _CHOICE_LETTER.finditer(cleaned)
+        if _NEGATED_BEFORE.search(cleaned[max(0, m.start(1) - 30) : m.start(1)]) is None
+        and _NEGATED_AFTER.match(cleaned[m.end(1) : m.end(1) + 60]) is None
+    ]
+    if not kept:
+        return None
+    if first:
+        return kept[0].group(1) if kept[0].start(1) <= 40 else None
+    return kept[-1].group(1)
+
+
 def extract_choice(response: str) -> Extraction | None:
-    """The chosen letter in a multiple-choice response."""
+    """The chosen letter in a multiple-choice response (or the option text it gives).
+
+    The letter the answer phrase names wins over letters named elsewhere ("C, because A
+    and B both fail"); outside an answer phrase, a letter the response rules out ("It
+    cannot be D", "不是 A") never counts.
+    """
     text = visible_text(response)
     if not text:
         return None
-    candidates: list[tuple[str, str]] = []
-    boxed = extract_boxed(text)
-    if boxed is not None:
-        candidates.append((boxed, "boxed"))
-    anchored = _anchored(text[-_TAIL:])
-    if anchored is not None:
-        candidates.append((anchored, "answer_phrase"))
-    tail = text[-300:]
-    candidates.append((tail, "last_letter"))
-    for candidate, source in candidates:
-        cleaned = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", candidate).replace("*", " ")
-        letter = choice_letter(cleaned)
-        if letter is None:
-            found = _last(_CHOICE_IN_TEXT.finditer(cleaned))
-            if found is None or (source != "last_letter" and found.start() > 40):
-                if source != "last_letter":
-                    # Option text instead of its letter ("\boxed{42}") is answered by content.
-                    return Extraction(candidate.strip(), source + "_content")
-                continue
-            letter = found.group(1)
-        return Extraction(letter, source)
-    return None
+    announced = ((extract_boxed(text), "boxed"), (_anchored(text[-_TAIL:], raw=True), "answer_phrase"))
+    for found, source in announced:
+        if found is not None:
+            letter = _chosen_letter(found, first=True)
+            # Option text instead of its letter ("\\boxed{42}") is answered by content.
+            return Extraction(letter, source) if letter else Extraction(found.strip(), source + "_content")
+    leading = _LEADING_CHOICE.match(text)
+    if leading is not None:
+        return Extraction(leading.group(1), "leading_letter")
+    letter = _chosen_letter(text[-300:], first=False)
+    return Extraction(letter, "last_letter") if letter else None

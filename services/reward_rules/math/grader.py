@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,7 @@ LOG_KEYS = (
     "math/parsed",
     "math/format_error",
     "math/timeout",
+    "math/too_costly",
     "math/symbolic",
     "math/error",
 )
@@ -54,6 +56,17 @@ class MathConfig(BaseModel):
     format_error_reward: float = Field(default=0.0, description="reward when no final answer is found")
     rel_tol: float = Field(default=1e-6, ge=0, lt=1, description="tolerance for written decimals")
     use_sympy: bool = True
+    percent: Literal["number", "value"] = Field(
+        default="number",
+        description="'42%' against a plain number: 'number' = 42 (a unit sign), 'value' = 0.42; never both",
+    )
+    decimal_comma: Literal["auto", "never", "always"] = Field(
+        default="auto",
+        description=(
+            "'1,5' as 1.5: 'auto' when the reference is one number and the comma is not followed by "
+            "exactly three digits (1,234 stays one thousand two hundred thirty-four), 'never', 'always'"
+        ),
+    )
     chunk_size: int = Field(default=16, ge=1, description="samples per worker job")
 
     def semantic_hash(self) -> str:
@@ -68,7 +81,12 @@ class MathGrader(GraderBase):
 
     def __init__(self, config: MathConfig | None = None) -> None:
         self.config = config or MathConfig()
-        self._options = GradeOptions(rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy)
+        self._options = GradeOptions(
+            rel_tol=self.config.rel_tol,
+            use_sympy=self.config.use_sympy,
+            percent=self.config.percent,
+            decimal_comma=self.config.decimal_comma,
+        )
         self._pool: WorkerPool | None = None
         self._info = GraderInfo(
             name="math",
@@ -130,6 +148,9 @@ class MathGrader(GraderBase):
         reward, score, status = {
             "correct": (cfg.correct_reward, 1.0, Status.OK),
             "incorrect": (cfg.incorrect_reward, 0.0, Status.OK),
+            # The answer itself exhausted the per-sample budget, memory or recursion:
+            # a wrong answer, never the fallback reward a policy could learn to aim for.
+            "too_costly": (cfg.incorrect_reward, 0.0, Status.OK),
             "no_answer": (cfg.format_error_reward, 0.0, Status.OK),
             "bad_reference": (0.0, 0.0, Status.INVALID_INPUT),
             "timeout": (0.0, 0.0, Status.TIMEOUT),
@@ -140,6 +161,7 @@ class MathGrader(GraderBase):
             "math/parsed": float(outcome.parsed),
             "math/format_error": float(verdict == "no_answer"),
             "math/timeout": float(verdict == "timeout"),
+            "math/too_costly": float(verdict == "too_costly"),
             "math/symbolic": float(outcome.symbolic),
             "math/error": float(status == Status.GRADER_ERROR),
         }

@@ -23,6 +23,17 @@ _FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![a-zA-Z])")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\\circ(?![a-zA-Z])")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |\s|\\!|\\;)(?=\d{3}(?!\d))")
+# `12,\!480`, `40,\! 320`, `1{,}000`: a comma with TeX spacing around it, between digit groups.
+_SPACED_COMMA = re.compile(r"(?<=\d)(?:\{,\}|,)(?:\s*\\[!,; ])+\s*(?=\d{3}(?!\d))")
+# A unit or currency after a number in any script: `480米`, `25 个`, `64 €`, `12 dollars`.
+_TRAILING_UNIT = re.compile(
+    r"^(?P<head>[-+]?[\d.,]*\d)\s*(?P<unit>(?:[^\W\d_]|[€£¥₹₩₽¢$])[^\d=<>+*/^()\[\]{}\\]{0,24})$"
+)
+_LEADING_CURRENCY = re.compile(r"^(?:[€£¥₹₩₽$]|US\$|USD|EUR|RMB|Rs\.?)\s*(?=[-+]?\d)")
+# `\\frac` written with doubled backslashes (a JSON string escaped twice).
+_DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
+# Past this length an "answer" is runaway output: only cheap, linear clean-up is applied.
+_MAX_CLEAN_CHARS = 2000
 _COMMA_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s*\\?%)?$")
 _SPACE_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _TEXT_CMD = re.compile(
@@ -246,15 +257,28 @@ def _strip_units(text: str) -> str:
     return text
 
 
+def _is_unit(tail: str) -> bool:
+    """A unit or counter word after a number, not a variable (`5 x` is 5x, `2 pi` is 2π)."""
+    first = tail.strip().split(" ")[0].lower().strip(".")
+    if first in _MATH_WORDS:
+        return False
+    if not first.isascii():
+        return True  # 米, 个, €, km/h in another script
+    return first in _UNIT_WORDS or (len(first) >= 3 and first.isalpha())
+
+
 def clean_answer(text: str) -> str:
     """The canonical LaTeX of one answer: what the parser and the string comparison see."""
     text = text.strip()
-    if not text:
+    if not text or len(text) > _MAX_CLEAN_CHARS:
         return text
+    if "\\\\" in text and "\\begin" not in text:
+        text = _DOUBLE_ESCAPED.sub(r"\\", text)
     text = _LEADING_WORDS.sub("", text)
     text = text.replace("\\$", "").replace("\\%", "%")
     text = strip_math_delimiters(text)
     text = text.replace("−", "-").replace("–", "-").replace("\u2009", " ").replace("\u00a0", " ")
+    text = _SPACED_COMMA.sub(",", text)
     text = _THIN_THOUSANDS.sub("", text) if re.search(r"\d(?:\{,\}|\\,|\\ |\\!|\\;)\d{3}", text) else text
     text = text.replace("{,}", ",")
     text = _FRAC_VARIANTS.sub(r"\\frac", text)
@@ -274,6 +298,10 @@ def clean_answer(text: str) -> str:
     text = text.replace("\\infin", "\\infty").replace("\\infinity", "\\infty")
     text = re.sub(r"(?<![a-zA-Z\\])(?:infinity|inf)(?![a-zA-Z])", r"\\infty", text)
     text = _TRAILING_PUNCT.sub("", text.strip())
+    text = _LEADING_CURRENCY.sub("", text.strip())
+    unit = _TRAILING_UNIT.match(text)
+    if unit and _is_unit(unit.group("unit")):
+        text = unit.group("head")
     text = text.strip()
     if _COMMA_THOUSANDS.match(text):
         text = text.replace(",", "")

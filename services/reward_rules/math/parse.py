@@ -45,7 +45,7 @@ _TOKEN = re.compile(
    |(?P<esc>\\[^a-zA-Z\s])
    |(?P<word>[a-zA-Z]+)
    |(?P<op><=|>=|!=|\*\*|[-+*/^_()\[\]{},;=<>!|&'%:])
-   |(?P<uni>[≤≥≠×÷·√π∞±∓∪∩∈⋅])
+   |(?P<uni>[≤≥≠×÷·√π∞±∓∪∩∈⋅≈])
     """,
     re.X,
 )
@@ -63,8 +63,9 @@ _REL_CMDS = {
     "\\gt": ">",
     "\\ne": "!=",
     "\\neq": "!=",
-    "\\approx": "=",
-    "\\simeq": "=",
+    "\\approx": "approx",
+    "\\simeq": "approx",
+    "≈": "approx",
     "\\cong": "=",
     "\\equiv": "=",
     "\\in": "in",
@@ -81,6 +82,7 @@ _REL_CMDS = {
 }
 _MUL_CMDS = {"\\cdot", "\\times", "\\ast", "*", "**", "×", "·", "⋅"}
 _DIV_CMDS = {"\\div", "/", "÷"}
+_MOD_CMDS = {"\\bmod", "\\mod"}
 _SET_CMDS = {"\\cup": "union", "\\cap": "intersect", "\\setminus": "minus", "∪": "union", "∩": "intersect"}
 _FUNCS = FUNCTION_NAMES
 _FUNC_ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "tg": "tan", "ctg": "cot"}
@@ -142,7 +144,7 @@ _UNWRAP_CMDS = {
 }
 _MATRIX_ENVS = {"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "smallmatrix", "array"}
 _ATOM_START_CMDS = (
-    {"\\frac", "\\sqrt", "\\binom", "\\pi", "\\infty", "\\lfloor", "\\lceil", "\\langle", "\\imath"}
+    {"\\frac", "\\sqrt", "\\binom", "\\lim", "\\pi", "\\infty", "\\lfloor", "\\lceil", "\\langle", "\\imath"}
     | {"\\" + f for f in _FUNCS}
     | {"\\" + g for g in _GREEK}
     | _UNWRAP_CMDS
@@ -257,16 +259,23 @@ class _Parser:
         return Rel(tuple(ops), tuple(parts)) if ops else parts[0]
 
     def set_expr(self) -> Node:
-        left = self.additive()
+        left = self.ratio()
         while (token := self.peek()) is not None and token[1] in _SET_CMDS:
             self.pos += 1
             op = _SET_CMDS[token[1]]
-            right = self.additive()
+            right = self.ratio()
             if isinstance(left, SetOp) and left.op == op:
                 left = SetOp(op, (*left.args, right))
             else:
                 left = SetOp(op, (left, right))
         return left
+
+    def ratio(self) -> Node:
+        """`5:12`, `S_1:S_2`: a ratio is its own kind of answer (a Seq opened by ':')."""
+        parts = [self.additive()]
+        while self.accept(":"):
+            parts.append(self.additive())
+        return parts[0] if len(parts) == 1 else Seq(":", "", tuple(parts))
 
     def additive(self) -> Node:
         self.enter()
@@ -311,6 +320,10 @@ class _Parser:
             elif token[1] == "%":
                 self.pos += 1
                 factors[-1] = Pct(factors[-1])
+            elif token[1] in _MOD_CMDS:
+                self.pos += 1
+                left = factors[0] if len(factors) == 1 else Op("mul", tuple(factors))
+                factors = [Op("mod", (left, self.signed_power()))]
             elif self.starts_atom(token):
                 if token[0] == "num" and isinstance(factors[-1], Num):
                     raise ParseError("two numbers side by side")
@@ -393,6 +406,16 @@ class _Parser:
             self.split_current(1, back=True)
             return token[1][0]
         return token[1]
+
+    def raw_group(self) -> None:
+        """Skip one token or one balanced `{...}` group without parsing it (`n \\to \\infty`)."""
+        if not self.accept("{"):
+            self.next()
+            return
+        depth = 1
+        while depth:
+            value = self.next()[1]
+            depth += {"{": 1, "}": -1}.get(value, 0)
 
     def split_current(self, keep: int, back: bool = False) -> None:
         """Split a multi-character token so `\\frac12` reads as `\\frac{1}{2}`."""
@@ -495,6 +518,13 @@ class _Parser:
             return Call("sqrt", (self.argument(),))
         if value == "\\binom":
             return Call("binom", (self.argument(), self.argument()))
+        if value == "\\lim":
+            # `\lim_{n \to \infty} a_n`: a name for a value (it has no value of its own here).
+            start = self.pos
+            if self.accept("_"):
+                self.raw_group()
+            under = "".join(t[1] for t in self.tokens[start : self.pos])
+            return Call("lim", (Text(under), self.term()))
         if name in _FUNCS:
             return self.function(name)
         if name in _GREEK:

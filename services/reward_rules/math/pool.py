@@ -220,15 +220,19 @@ class _Slot:
                     crashes += 1
                     if crashes >= 2:
                         pending.popleft()
-                        _settle(future, Outcome("error", "math worker crashed on this sample"))
+                        # Two workers died on this answer: the answer did it, so it is a verdict.
+                        _settle(future, Outcome("too_costly", "answer crashed the grader twice: counted wrong"))
                         crashes = 0
                     break
                 if message is None:
                     self.stop_process()
                     self.pool.kills += 1
                     pending.popleft()
+                    # Its own budget used up (not the batch's deadline): the answer's doing.
+                    own = started + job.budget_s <= job.deadline
+                    verdict = "too_costly" if own else "timeout"
                     _settle(
-                        future, Outcome("timeout", f"no verdict within {limit - started:.2f}s; worker killed")
+                        future, Outcome(verdict, f"no verdict within {limit - started:.2f}s; worker killed")
                     )
                     break
                 job_id, got_index, outcome = message

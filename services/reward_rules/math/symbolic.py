@@ -68,6 +68,8 @@ def to_sympy(node: Node) -> Any:
             if not exponent.is_Number and exponent.has(sympy.Pow):
                 return sympy.Pow(base, exponent, evaluate=False)
             return sympy.Pow(base, exponent)
+        if node.op == "mod":
+            return sympy.Mod(args[0], args[1])
         if node.op == "fact":
             if args[0].is_Number and args[0] > 10_000:
                 return sympy.factorial(args[0], evaluate=False)

@@ -49,19 +49,29 @@ def _limit_memory(memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _grade_one(label: str, response: str, options: GradeOptions, budget: float) -> tuple[Outcome, bool]:
-    """(outcome, worker must restart)."""
+def _grade_one(
+    label: str, response: str, options: GradeOptions, budget: float, full_budget: bool
+) -> tuple[Outcome, bool]:
+    """(outcome, worker must restart).
+
+    An answer that uses up its whole own budget, the memory cap or the recursion limit
+    caused that itself: it gets a verdict ("too_costly", paid as a wrong answer), never
+    a TIMEOUT that would pay the fallback reward. Only a sample cut short by the batch's
+    deadline (the service was late) is a TIMEOUT.
+    """
     if budget <= 0:
         return Outcome("timeout", "deadline passed before grading started"), False
     signal.setitimer(signal.ITIMER_REAL, budget)
     try:
         return grade(label, response, options), False
     except _SoftTimeout:
-        return Outcome("timeout", f"grading exceeded its {budget:.2f}s budget"), False
+        if full_budget:
+            return Outcome("too_costly", f"answer too costly to grade in {budget:.2f}s: counted wrong"), False
+        return Outcome("timeout", f"grading cut short by the deadline after {budget:.2f}s"), False
     except MemoryError:
-        return Outcome("timeout", "grading exceeded the worker memory limit"), True
+        return Outcome("too_costly", "answer exceeded the worker memory limit: counted wrong"), True
     except RecursionError:
-        return Outcome("error", "answer nested too deeply to grade"), False
+        return Outcome("too_costly", "answer nested too deeply to grade: counted wrong"), False
     except Exception as error:  # a grader bug must not take the worker down
         return Outcome("error", f"grader error: {type(error).__name__}: {str(error)[:120]}"), False
     finally:
@@ -83,8 +93,9 @@ def worker_main(conn: Connection, memory_mb: int) -> None:
             return
         job_id, label, options, items, budget, deadline = job
         for index, response in items:
-            soft = min(budget, deadline - time.monotonic()) - SOFT_MARGIN_S
-            outcome, restart = _grade_one(label, response, options, soft)
+            left = deadline - time.monotonic()
+            soft = min(budget, left) - SOFT_MARGIN_S
+            outcome, restart = _grade_one(label, response, options, soft, full_budget=budget <= left)
             try:
                 conn.send((job_id, index, outcome))
             except (BrokenPipeError, OSError):
