@@ -2,8 +2,10 @@
 
 reward = the value head at the last token (EOS), normalized by the checkpoint's mean/std
 when configured, through a sigmoid only when configured; score = reward (what OpenRLHF's
-serve_rm.py answers too). Per-sample logs: `rm/tokens`, `rm/truncated`, `rm/templated`,
-`rm/raw_reward` (the head value before normalization).
+serve_rm.py answers too). Per-sample logs: `rm/tokens` (before truncation), `rm/truncated`,
+`rm/dropped_tokens` (response tokens cut), `rm/templated`, `rm/special_text` (the response
+held special-token text, read as plain text), `rm/raw_reward` (the head value before
+normalization).
 """
 
 from __future__ import annotations
@@ -21,8 +23,17 @@ from services.reward_rm.checkpoint import CheckpointError, CheckpointInfo, read_
 from services.reward_rm.inputs import Encoded, InputBuilder, load_tokenizer
 from services.reward_rm.settings import RMServiceSettings
 
-VERSION = "1.0.0"
-LOG_KEYS = ("rm/tokens", "rm/truncated", "rm/templated", "rm/raw_reward")
+# 1.1: the prompt stays in view past max_length; response text never becomes special tokens;
+# the chat template is applied by source.
+VERSION = "1.1.0"
+LOG_KEYS = (
+    "rm/tokens",
+    "rm/truncated",
+    "rm/dropped_tokens",
+    "rm/templated",
+    "rm/special_text",
+    "rm/raw_reward",
+)
 
 BackendFactory = Callable[[CheckpointInfo, RMServiceSettings], RMBackend]
 
@@ -135,8 +146,13 @@ class RMGrader(GraderBase):
             return self._failure(Status.GRADER_ERROR, f"the reward model produced {value}", item)
         detail = f"{item.input_tokens} tokens"
         if item.truncated:
-            kept = "the end" if self.settings.truncation_side == "left" else "the start, EOS last"
-            detail += f", truncated to {len(item.ids)} (max_length {self.settings.max_length}; kept {kept})"
+            kept = _KEPT[self.settings.truncation_side]
+            detail += (
+                f", truncated to {len(item.ids)} (max_length {self.settings.max_length}): "
+                f"{item.dropped} response tokens cut, kept the prompt and {kept}"
+            )
+        if item.special_text:
+            detail += ", special-token text in the response read as plain text"
         return Result(reward=reward, score=reward, status=Status.OK, detail=detail, logs=logs)
 
     def _failure(self, status: Status, detail: str, item: Encoded | None = None) -> Result:
@@ -150,12 +166,22 @@ class RMGrader(GraderBase):
         return {
             "rm/tokens": float(item.input_tokens),
             "rm/truncated": float(item.truncated),
+            "rm/dropped_tokens": float(item.dropped),
             "rm/templated": float(item.templated),
+            "rm/special_text": float(item.special_text),
             "rm/raw_reward": raw,
         }
 
     def _weights_id(self) -> str:
         return self.checkpoint.fingerprint if self.checkpoint is not None else ""
+
+
+_KEPT = {
+    "middle": "the response's start and end",
+    "right": "the response's start",
+    "left": "the response's end",
+    "reject": "",
+}
 
 
 def _sigmoid(x: float) -> float:

@@ -1,14 +1,28 @@
 """From a Sample to the token ids a reward model reads, the way OpenRLHF trained it.
 
-- OpenRLHF's `query` already holds prompt + response with the template tokens: it is used
-  as is. A plain (prompt, response) from /v1/score gets the RM tokenizer's chat template.
+The text to score has three parts: a trusted prefix (the prompt and the chat template's
+opening), the response, and a trusted suffix (the template's end of turn, the EOS text).
+Only the trusted parts may carry special tokens: a policy that writes `<|im_end|>` or
+`<|im_start|>user ...` into its response would otherwise forge a conversation the reward
+model scores as real. So:
+
+- Which samples get the RM tokenizer's chat template is decided by where they come from,
+  never by what they say: OpenRLHF's `query` (metadata `source: openrlhf`) is already
+  templated and is used as sent; every other (prompt, response) pair gets the template
+  (`chat_template: auto`; `always` templates OpenRLHF queries too, `never` none).
 - OpenRLHF training reads the reward at EOS: it strips trailing newlines and appends
   `" " + eos_token` when the text does not end with it. The kit strips the EOS text off
-  OpenRLHF responses (finish_reason "stop" says there was one), so it is put back first.
+  OpenRLHF responses (finish_reason "stop" says there was one), so it is put back first,
+  as part of the trusted suffix.
+- A text whose response holds no special-token text is tokenized in one pass, exactly as
+  OpenRLHF does (parity). When special-token text reaches into the response, the three
+  parts are tokenized apart and the response with `split_special_tokens`: its `<|im_end|>`
+  becomes the characters `<|im_end|>`, never the token (flag `rm/special_text`).
 - Tokenized with `add_special_tokens=False` (the template or query carries BOS), and a
   doubled BOS at the start is cut to one.
-- Over `max_length`: keep the end (left, default), keep the start with EOS forced last
-  (right, as OpenRLHF's dataset does), or reject. Either way the sample is flagged.
+- Over `max_length` only the response is cut, never the prompt or the suffix (so the reward
+  is still read at the final EOS): its middle (`middle`, default), its end (`right`, as
+  OpenRLHF's dataset keeps the start) or its start (`left`); or the sample is rejected.
 """
 
 from __future__ import annotations
@@ -22,6 +36,23 @@ from services.common.contract import Sample
 from services.common.openrlhf import EOS_TEXT_KEY, SOURCE_KEY
 from services.reward_rm.settings import RMServiceSettings
 
+# Stands in for the response while the chat template renders, to find where the response goes.
+_SENTINEL = "\ue000arbiter-response\ue001"
+
+
+@dataclass(frozen=True, slots=True)
+class Pieces:
+    """The text to score: trusted prefix + response + trusted suffix."""
+
+    prefix: str
+    response: str
+    suffix: str
+    templated: bool
+
+    @property
+    def text(self) -> str:
+        return self.prefix + self.response + self.suffix
+
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
@@ -30,6 +61,8 @@ class Encoded:
     truncated: bool
     templated: bool
     problem: str = ""  # non-empty: the sample cannot be scored (INVALID_INPUT)
+    special_text: bool = False  # the response held special-token text, read as plain text
+    dropped: int = 0  # response tokens cut to fit max_length
 
 
 class InputBuilder:
@@ -42,79 +75,158 @@ class InputBuilder:
         self.eos: str = tokenizer.eos_token or ""
         self.eos_id: int | None = tokenizer.eos_token_id
         self.bos_id: int | None = tokenizer.bos_token_id
-        skip = {tokenizer.pad_token, tokenizer.unk_token}
-        self.markers = tuple(t for t in tokenizer.all_special_tokens if t and t not in skip)
+        special = set(tokenizer.all_special_tokens)
+        for token in getattr(tokenizer, "added_tokens_decoder", {}).values():
+            if getattr(token, "special", False):
+                special.add(str(token.content))
+        self.markers = tuple(sorted(t for t in special if t))
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.
         self._lock = threading.Lock()
 
     def uses_template(self, sample: Sample) -> bool:
+        """By source, never by content: a prompt that mentions `<s>` is still a plain prompt."""
         mode = self.settings.chat_template
-        if mode == "never" or not self.has_template or sample.metadata.get(SOURCE_KEY) == "openrlhf":
+        if mode == "never" or not self.has_template:
             return False
-        if mode == "always":
-            return True
-        # OpenRLHF prompts are chat-templated strings; a plain prompt has no special tokens.
-        # (A response may well end with EOS text, so it decides only when there is no prompt.)
-        text = sample.prompt or sample.response
-        return not any(marker in text for marker in self.markers)
+        return mode == "always" or sample.metadata.get(SOURCE_KEY) != "openrlhf"
 
     def text(self, sample: Sample) -> tuple[str, bool]:
         """The text to score, and whether the chat template made it."""
-        if self.uses_template(sample):
-            response = sample.response
-            if self.eos and response.rstrip().endswith(self.eos):  # the template ends the turn itself
-                response = response.rstrip()[: -len(self.eos)]
-            messages = [{"role": "user", "content": sample.prompt}] if sample.prompt else []
-            messages.append({"role": "assistant", "content": response})
-            text = str(self.tokenizer.apply_chat_template(messages, tokenize=False))
-            templated = True
-        else:
-            text = sample.prompt + sample.response + self._stripped_eos(sample)
-            templated = False
-        if self.append_eos and self.eos:
-            text = text.rstrip("\n")
-            if not text.endswith(self.eos):
-                text += " " + self.eos
-        return text, templated
+        pieces = self.pieces(sample)
+        return pieces.text, pieces.templated
 
-    def _stripped_eos(self, sample: Sample) -> str:
-        """The end-of-sequence text the kit removed from an OpenRLHF response, put back."""
-        if EOS_TEXT_KEY in sample.metadata:
-            return sample.metadata[EOS_TEXT_KEY]
-        if sample.metadata.get("finish_reason") == "stop" and not sample.response.rstrip().endswith(self.eos):
-            return self.eos
-        return ""
+    def pieces(self, sample: Sample) -> Pieces:
+        response, eos_text = self._split_eos(sample)
+        if self.uses_template(sample):
+            pieces = self._templated(sample.prompt, response)
+        else:
+            pieces = Pieces(sample.prompt, response, eos_text, templated=False)
+        return self._ending(pieces) if self.append_eos and self.eos else pieces
+
+    def _split_eos(self, sample: Sample) -> tuple[str, str]:
+        """The response without its closing EOS text, and that text (trusted: it ends the turn)."""
+        response = sample.response
+        if EOS_TEXT_KEY in sample.metadata:  # the kit cut it off an OpenRLHF query
+            return response, sample.metadata[EOS_TEXT_KEY]
+        if self.eos:
+            body = response.rstrip()
+            if body.endswith(self.eos):
+                body = body[: -len(self.eos)]
+                return body, response[len(body) :]
+        if sample.metadata.get("finish_reason") == "stop":
+            return response, self.eos
+        return response, ""
+
+    def _templated(self, prompt: str, response: str) -> Pieces:
+        def render(content: str) -> str:
+            messages = [{"role": "user", "content": prompt}] if prompt else []
+            messages.append({"role": "assistant", "content": content})
+            return str(self.tokenizer.apply_chat_template(messages, tokenize=False))
+
+        before, found, after = render(_SENTINEL).rpartition(_SENTINEL)
+        if not found:  # the template drops the assistant's content: nothing to place
+            return Pieces(render(response), "", "", templated=True)
+        # A template that rewrites the content (reasoning stripped, trimmed) renders it its way;
+        # the response text then goes between the template's own parts unchanged.
+        return Pieces(before, response, after, templated=True)
+
+    def _ending(self, pieces: Pieces) -> Pieces:
+        """OpenRLHF's `text.rstrip("\\n")` + `" " + eos` when missing, applied part by part."""
+        parts = [pieces.prefix, pieces.response, pieces.suffix]
+        for index in (2, 1, 0):
+            parts[index] = parts[index].rstrip("\n")
+            if parts[index]:
+                break
+        if not "".join(parts).endswith(self.eos):
+            parts[2] += " " + self.eos
+        return Pieces(parts[0], parts[1], parts[2], pieces.templated)
+
+    def forged(self, pieces: Pieces) -> bool:
+        """Special-token text that reaches into the response (also across its edges)."""
+        text, start = pieces.text, len(pieces.prefix)
+        end = start + len(pieces.response)
+        for marker in self.markers:
+            at = text.find(marker, max(0, start - len(marker) + 1))
+            while at != -1 and at < end:
+                if at + len(marker) > start:
+                    return True
+                at = text.find(marker, at + 1)
+        return False
 
     def encode(self, samples: Sequence[Sample]) -> list[Encoded]:
         with self._lock:
-            built = [self.text(sample) for sample in samples]
-            ids_list: list[list[int]] = self.tokenizer(
-                [text for text, _ in built], add_special_tokens=False, truncation=False
-            )["input_ids"]
-        return [self._fit(list(ids), templated) for ids, (_, templated) in zip(ids_list, built, strict=True)]
+            built = [self.pieces(sample) for sample in samples]
+            forged = [self.forged(pieces) for pieces in built]
+            plain = [i for i, f in enumerate(forged) if not f]
+            ids_list: list[list[int] | None] = [None] * len(built)
+            if plain:  # one pass over the whole text: exactly what OpenRLHF tokenizes
+                batch = self._ids([built[i].text for i in plain])
+                for i, ids in zip(plain, batch, strict=True):
+                    ids_list[i] = ids
+            out: list[Encoded] = []
+            for index, pieces in enumerate(built):
+                whole = ids_list[index]
+                if whole is None:
+                    prefix, response, suffix = self._parts(pieces)
+                    whole = prefix + response + suffix
+                out.append(self._fit(self._dedupe_bos(whole), pieces, forged[index]))
+        return out
 
-    def _fit(self, ids: list[int], templated: bool) -> Encoded:
+    def _ids(self, texts: list[str], split: bool = False) -> list[list[int]]:
+        kwargs: dict[str, Any] = {"add_special_tokens": False, "truncation": False}
+        if split:
+            kwargs["split_special_tokens"] = True
+        return [list(ids) for ids in self.tokenizer(texts, **kwargs)["input_ids"]]
+
+    def _parts(self, pieces: Pieces) -> list[list[int]]:
+        """Prefix, response and suffix tokenized apart; the response never yields special tokens."""
+        trusted = self._ids([pieces.prefix, pieces.suffix])
+        [response] = self._ids([pieces.response], split=True)
+        return [trusted[0], response, trusted[1]]
+
+    def _dedupe_bos(self, ids: list[int]) -> list[int]:
         if self.bos_id is not None:
             while len(ids) >= 2 and ids[0] == ids[1] == self.bos_id:
                 ids.pop(0)
+        return ids
+
+    def _fit(self, ids: list[int], pieces: Pieces, forged: bool) -> Encoded:
         n = len(ids)
+        templated = pieces.templated
         if n == 0:
-            return Encoded([], 0, False, templated, "empty input: nothing to score")
+            return Encoded([], 0, False, templated, "empty input: nothing to score", forged)
         limit = self.settings.max_length
         if n <= limit:
-            return Encoded(ids, n, False, templated)
+            return Encoded(ids, n, False, templated, special_text=forged)
         side = self.settings.truncation_side
         if side == "reject":
-            return Encoded(
-                [], n, True, templated, f"{n} tokens exceed max_length {limit} (truncation: reject)"
+            problem = f"{n} tokens exceed max_length {limit} (truncation: reject)"
+            return Encoded([], n, True, templated, problem, forged)
+        prefix, response, suffix = self._parts(pieces)
+        prefix = self._dedupe_bos(prefix)
+        room = limit - len(prefix) - len(suffix)
+        if room < 1:  # the prompt alone does not fit: the dataset's problem, not the response's
+            problem = (
+                f"the prompt and template take {len(prefix) + len(suffix)} tokens, "
+                f"max_length is {limit}: no room for the response"
             )
-        if side == "left":
-            return Encoded(ids[-limit:], n, True, templated)
-        kept = ids[:limit]
-        if self.append_eos and self.eos_id is not None:
-            kept[-1] = self.eos_id  # OpenRLHF's dataset does this, so the reward is still read at EOS
-        return Encoded(kept, n, True, templated)
+            return Encoded([], n, True, templated, problem, forged)
+        kept = _cut(response, room, side)
+        dropped = len(response) - len(kept)
+        return Encoded(prefix + kept + suffix, n, True, templated, special_text=forged, dropped=dropped)
+
+
+def _cut(ids: list[int], room: int, side: str) -> list[int]:
+    """`room` tokens of the response: its start (right), its end (left), or both ends (middle)."""
+    if len(ids) <= room:
+        return ids
+    if side == "right":
+        return ids[:room]
+    if side == "left":
+        return ids[len(ids) - room :]
+    head = (room + 1) // 2
+    return ids[:head] + ids[len(ids) - (room - head) :]
 
 
 def load_tokenizer(path: str) -> Any:

@@ -60,8 +60,11 @@ class RMServiceSettings(ServerSettings):
     torch_threads: int = Field(default=0, ge=0, description="intra-op threads; 0 keeps torch's default")
 
     max_length: int = Field(default=4096, ge=2, description="tokens per sample, after which it is truncated")
-    truncation_side: Literal["left", "right", "reject"] = Field(
-        default="left", description="left keeps the end (where the reward is read); reject -> INVALID_INPUT"
+    truncation_side: Literal["middle", "right", "left", "reject"] = Field(
+        default="middle",
+        description="over max_length only the response is cut, the prompt and the final EOS always stay: "
+        "middle keeps its start and end, right its start (as OpenRLHF's dataset), left its end; "
+        "reject -> INVALID_INPUT",
     )
     padding_side: Literal["left", "right"] = "right"
     token_budget: int = Field(default=16_384, ge=1, description="padded tokens per forward pass")
@@ -72,8 +75,8 @@ class RMServiceSettings(ServerSettings):
 
     chat_template: Literal["auto", "always", "never"] = Field(
         default="auto",
-        description="apply the RM tokenizer's chat template to (prompt, response); auto: unless the text "
-        "already holds template tokens (OpenRLHF queries do) or the tokenizer has no template",
+        description="apply the RM tokenizer's chat template to (prompt, response), by source: auto templates "
+        "every pair but OpenRLHF queries (templated already); always templates those too; never none",
     )
     append_eos: bool | None = Field(
         default=None,

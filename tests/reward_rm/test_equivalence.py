@@ -33,12 +33,13 @@ def mixed_samples(count: int, seed: int) -> list[Sample]:
         else:
             prompt = CHATML_PROMPT.format(q=question)
             finish = "stop" if i % 4 == 0 else "length"
-            samples.append(Sample(prompt=prompt, response=answer, metadata={"finish_reason": finish}))
+            metadata = {"finish_reason": finish, "source": "openrlhf"}  # a query: templated already
+            samples.append(Sample(prompt=prompt, response=answer, metadata=metadata))
     return samples
 
 
 def expected_text(ref: Reference, sample: Sample, openrlhf: bool) -> str:
-    if "<|im_start|>" in sample.prompt:  # an OpenRLHF query: as sent, its stripped EOS put back
+    if sample.metadata.get("source") == "openrlhf":  # an OpenRLHF query: as sent, its stripped EOS put back
         text = (
             sample.prompt + sample.response + (EOS if sample.metadata.get("finish_reason") == "stop" else "")
         )

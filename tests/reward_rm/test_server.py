@@ -78,7 +78,14 @@ async def test_v1_score_applies_the_template_and_flags_truncation(tiny: TinyChec
     full = ref.ids(ref.chat_text(long.prompt, long.response))
     assert second.status is Status.OK and second.logs["rm/truncated"] == 1.0
     assert second.logs["rm/tokens"] == len(full) and "truncated to 32" in second.detail
-    assert abs(second.reward - ref.reward_of_ids(full[-32:])) < 1e-5
+    # The prompt and the end of the turn stay; the response loses its middle.
+    template = ref.chat_text(long.prompt, "\ue000")
+    before, after = template.split("\ue000")
+    prefix, suffix, body = ref.ids(before), ref.ids(after), ref.ids(long.response)
+    room = 32 - len(prefix) - len(suffix)
+    kept = body[: (room + 1) // 2] + body[len(body) - room // 2 :]
+    assert second.logs["rm/dropped_tokens"] == len(body) - room
+    assert abs(second.reward - ref.reward_of_ids(prefix + kept + suffix)) < 1e-5
 
 
 async def test_without_a_checkpoint_the_service_refuses_to_start_and_says_why() -> None:
