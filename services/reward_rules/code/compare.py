@@ -1,22 +1,27 @@
 """Output and value comparison, done in the trusted process on plain data only.
 
 stdio: CRLF accepted, trailing whitespace per line and trailing blank lines ignored, then
-tokens compared case-sensitively: integers exactly, other numbers within a relative or
-absolute tolerance (so "0.5000001" matches "0.5"), everything else as text.
-Values (call tests): builtin values from the sandbox's codec against the label's JSON;
-tuples match lists (JSON has no tuples), floats match within the same tolerance, and a
-bool never equals a number.
+tokens compared case-sensitively and exactly as text: `00000101` is not `101`, `+7` is not
+`7`, `-0` is not `0`. A label that sets `tolerance` (as judges' float checkers do) lets a
+non-integer number token match within that absolute or relative error; integer tokens and
+non-finite numbers stay exact. Values (call tests): builtin values from the sandbox's codec
+against the label's JSON; tuples match lists (JSON has no tuples), numbers compare exactly
+(5.0 equals 5, a Fraction its value) unless the label sets a tolerance, and a bool never
+equals a number. Nothing here raises on what a candidate produced (a 5000-digit number, 10**400
+against a float): the candidate's output always gets a verdict.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from typing import Any
 
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _PREVIEW = 60
+_NUMBER = (int, float, Fraction)
 
 
 def _lines(text: str) -> list[str]:
@@ -29,18 +34,21 @@ def _lines(text: str) -> list[str]:
 def _tokens_match(expected: str, actual: str, tolerance: float) -> bool:
     if expected == actual:
         return True
-    if _INT.fullmatch(expected) and _INT.fullmatch(actual):
-        return int(expected) == int(actual)
-    if _FLOAT.fullmatch(expected) and _FLOAT.fullmatch(actual) and not _INT.fullmatch(expected):
-        return math.isclose(float(expected), float(actual), rel_tol=tolerance, abs_tol=tolerance)
-    return False
+    if not tolerance or _INT.fullmatch(expected) or len(expected) > 400 or len(actual) > 400:
+        return False
+    if not (_FLOAT.fullmatch(expected) and _FLOAT.fullmatch(actual)):
+        return False
+    want, got = float(expected), float(actual)
+    if not (math.isfinite(want) and math.isfinite(got)):
+        return False  # 1e999 and 1e400 are different numbers that both overflow
+    return math.isclose(want, got, rel_tol=tolerance, abs_tol=tolerance)
 
 
 def _preview(text: str) -> str:
     return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
 
 
-def stdio_mismatch(expected: str, actual: str, tolerance: float = 1e-6) -> str | None:
+def stdio_mismatch(expected: str, actual: str, tolerance: float = 0.0) -> str | None:
     """None when the output is right, else a short reason naming the first difference."""
     want, got = _lines(expected), _lines(actual)
     for number, (want_line, got_line) in enumerate(zip(want, got, strict=False), start=1):
@@ -54,16 +62,27 @@ def stdio_mismatch(expected: str, actual: str, tolerance: float = 1e-6) -> str |
     return None
 
 
-def values_match(actual: Any, expected: Any, tolerance: float = 1e-6) -> bool:
-    """Structural equality of builtin values with float tolerance; no object's __eq__ is trusted."""
+def _numbers_match(actual: Any, expected: Any, tolerance: float) -> bool:
+    """Exact numeric equality (never raises on huge ints), or within `tolerance` when one is set."""
+    if type(actual) is float and type(expected) is float and math.isnan(actual) and math.isnan(expected):
+        return True
+    if actual == expected:
+        return True
+    if not tolerance or type(expected) is int:
+        return False
+    try:
+        return math.isclose(float(actual), float(expected), rel_tol=tolerance, abs_tol=tolerance)
+    except (OverflowError, ValueError):
+        return False  # 10**400 against a float: not close to anything finite
+
+
+def values_match(actual: Any, expected: Any, tolerance: float = 0.0) -> bool:
+    """Structural equality of builtin values (numbers exact unless `tolerance`); no object's
+    __eq__ is trusted: only builtin types and Fraction ever reach here."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is bool and type(expected) is bool and actual == expected
-    if type(expected) in (int, float) and type(actual) in (int, float):
-        if type(expected) is int and type(actual) is int:
-            return bool(actual == expected)
-        if math.isnan(expected) or math.isnan(actual):
-            return math.isnan(expected) and math.isnan(actual)
-        return math.isclose(actual, expected, rel_tol=tolerance, abs_tol=tolerance)
+    if type(expected) in _NUMBER and type(actual) in _NUMBER:
+        return _numbers_match(actual, expected, tolerance)
     if type(expected) in (list, tuple) and type(actual) in (list, tuple):
         return len(actual) == len(expected) and all(
             values_match(a, e, tolerance) for a, e in zip(actual, expected, strict=True)
@@ -78,5 +97,9 @@ def values_match(actual: Any, expected: Any, tolerance: float = 1e-6) -> bool:
 
 
 def describe_value(value: Any) -> str:
-    text = repr(value)
+    """A short preview; a number too long to print (Python caps int-to-text at 4300 digits) is described."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"<a {type(value).__name__} too long to print>"
     return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."

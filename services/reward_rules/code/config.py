@@ -23,17 +23,37 @@ class CodeConfig(BaseModel):
         default="all", description="all: 1 when every test passes, else 0; fraction: the pass fraction"
     )
     workers: int = Field(default=0, ge=0, description="samples run at once; 0 means CPU count + 2")
-    warm_sandboxes: int = Field(default=0, ge=0, description="pre-started sandboxes; 0 means 2 x workers")
+    warm_sandboxes: int = Field(
+        default=0, ge=0, description="pre-started sandboxes; 0 means 3 x workers (function tests take two)"
+    )
     time_limit_s: float = Field(default=5.0, gt=0, description="per test (a whole check() is one test)")
     max_time_limit_s: float = Field(default=30.0, gt=0, description="cap on a label's time_limit_s")
     memory_limit_mb: int = Field(default=512, ge=32, description="per sandbox, candidate and harness")
     max_memory_limit_mb: int = Field(default=4096, ge=32, description="cap on a label's memory_limit_mb")
-    sample_budget_s: float = Field(default=40.0, gt=0, description="wall time for all of a sample's tests")
+    sample_budget_s: float = Field(
+        default=20.0, gt=0, description="wall time for all of a sample's tests, loading included"
+    )
     max_pids: int = Field(default=64, ge=8, description="processes and threads per sandbox")
     tmpfs_mb: int = Field(default=64, ge=1, description="size of the sandbox's writable /tmp")
     max_output_bytes: int = Field(default=8 << 20, ge=1024, description="stdout kept per stdio test")
     max_restarts: int = Field(default=2, ge=0, description="fresh sandboxes after a crash or timeout")
-    float_tolerance: float = Field(default=1e-6, ge=0)
+    max_timeouts: int = Field(
+        default=2,
+        ge=1,
+        description="after this many timed-out tests a sample's other tests are not run (count as "
+        "timeouts), so a slow program does not hold a worker for the whole sample budget",
+    )
+    float_tolerance: float = Field(
+        default=0.0,
+        ge=0,
+        description="number tolerance for labels that set none (stdio tokens, call values); 0: exact",
+    )
+    max_value_bytes: int = Field(
+        default=4 << 20,
+        ge=1024,
+        description="largest encoded value a function test's call may return (assert/check tests); "
+        "call tests allow what their expected value can need",
+    )
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
     python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
     sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

@@ -1,41 +1,40 @@
-"""Runs one sample's tests: the candidate in its sandbox, the test logic here, in trusted code.
+"""Runs one sample's tests: the candidate in its sandbox, the label's test code in another.
 
-Assert lines and HumanEval `check` functions execute in this process against proxies: a name
-the test takes from the program (the entry point, or a helper like HumanEval's `poly`)
-becomes a function that calls into the sandbox and returns plain builtin values. So an
-object with an always-true `__eq__`, an int subclass, a patched `builtins.abs`, `exit(0)`
-or a peek at the caller's frame has nothing to work on: the comparison, the builtins and
-the frames are all on this side. Label code is the dataset's, trusted like the label itself.
+Call and stdio tests compare plain values and text here, against the label's data. Assert
+lines and HumanEval `check` functions are code from the request, so they run in a judge
+sandbox (judge.py) whose calls reach the program through this process as plain values: an
+object with an always-true `__eq__`, an int subclass, a patched `builtins.abs`, `exit(0)` or a
+peek at the caller's frame has nothing to work on, and the label's code never runs here.
+Helpers the tests call come from the label (`tests.helpers`), never from the program.
 """
 
 from __future__ import annotations
 
-import builtins
-import functools
-import sys
+import json
 import time
-import traceback
-import types
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
+from services.reward_rules.code.harness import CandidateError
+from services.reward_rules.code.judge import Judge
+from services.reward_rules.code.labelcode import TestNames, test_names
+from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
     OUTPUT,
     TIMEOUT,
     WRONG,
-    CandidateError,
     CandidateFailure,
+    InfrastructureError,
     Session,
     last_line,
 )
 from services.reward_rules.code.tests_spec import AssertTests, CallTests, CheckTests, CodeLabel, StdioTests
 
-_TEST_FILE = "<test>"
 _BUDGET_SPENT = "not run: the sample's time budget is spent"
+_GAVE_UP = "not run: earlier tests timed out"
 
 
 @dataclass
@@ -69,90 +68,44 @@ class Budget:
     time_limit_s: float
     max_output_bytes: int
     sample_deadline: float  # monotonic: past it, the remaining tests are not run
-    tolerance: float = 1e-6
+    tolerance: float = 0.0  # for labels that set none
+    max_value_bytes: int = 4 << 20
+    max_timeouts: int = 2  # after this many timed-out tests, a sample's other tests are not run
+
+    def test_deadline(self) -> float:
+        return min(time.monotonic() + self.time_limit_s, self.sample_deadline)
 
 
-def _failure_outcome(name: str, exc: BaseException, test_source: str = "") -> Outcome:
+def _failure_outcome(name: str, exc: BaseException) -> Outcome:
     if isinstance(exc, CandidateFailure):
         return Outcome(name, False, exc.reason, exc.message)
-    if isinstance(exc, AssertionError):
-        where = _test_line(exc, test_source)
-        return Outcome(name, False, WRONG, where or str(exc)[:200])
     if isinstance(exc, CandidateError):
         return Outcome(name, False, CRASH, str(exc)[:300])
     return Outcome(name, False, CRASH, f"{type(exc).__name__}: {exc}"[:300])
 
 
-def _test_line(exc: BaseException, source: str) -> str:
-    """The label's failing line (`assert candidate(3) == 5`), from the test code's traceback."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _TEST_FILE]
-    if not frames or not source:
-        return ""
-    lines = source.splitlines()
-    number = frames[-1].lineno or 0
-    return lines[number - 1].strip()[:200] if 0 < number <= len(lines) else ""
-
-
-# ------------------------------------------------------------------ trusted test code
-
-
-@functools.lru_cache(maxsize=512)
-def _compile(source: str, mode: str = "exec") -> types.CodeType:
-    return compile(source, _TEST_FILE, mode)
-
-
-def _names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
-def _test_globals(names: set[str], entry_point: str, proxy: Callable[[str], Any]) -> dict[str, Any]:
-    """Globals for label code: builtins stay the real ones; other free names come from the program."""
-    namespace: dict[str, Any] = {"__name__": "__test__", "__builtins__": builtins}
-    wanted = names | ({entry_point} if entry_point else set())
-    for name in wanted:
-        if name in builtins.__dict__ or name.startswith("__"):
-            continue  # a program's own `abs` never shadows the test's
-        if name in sys.stdlib_module_names:
-            try:
-                namespace[name] = __import__(name)
-                continue
-            except ImportError:
-                pass
-        namespace[name] = proxy(name)
-    return namespace
-
-
-class _Proxy:
-    """Stands for a function of the program; calls it in the sandbox by the session's deadline."""
-
-    __slots__ = ("deadline", "name", "session")
-
-    def __init__(self, session: Session, name: str, deadline: float) -> None:
-        self.session = session
-        self.name = name
-        self.deadline = deadline
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.session.call(self.name, args, kwargs, self.deadline)
-
-    def __repr__(self) -> str:
-        return f"<candidate {self.name}>"
-
-
-def _proxies(session: Session, deadline: float) -> Callable[[str], _Proxy]:
-    return lambda name: _Proxy(session, name, deadline)
-
-
-def _prepared(session: Session, budget: Budget, name: str) -> Outcome | None:
-    """Loads the program (again after a failure); an Outcome when that already fails the test."""
+def _skipped(report: Report, name: str, budget: Budget) -> Outcome | None:
+    """An Outcome when the test is not run: the sample's budget is spent or it keeps timing out."""
     if time.monotonic() >= budget.sample_deadline:
         return Outcome(name, False, TIMEOUT, _BUDGET_SPENT)
+    if report.count(TIMEOUT) >= budget.max_timeouts:
+        return Outcome(name, False, TIMEOUT, _GAVE_UP)
+    return None
+
+
+def _prepared(session: Session, report: Report, budget: Budget, name: str) -> Outcome | None:
+    """Loads the program (again after a failure); an Outcome when that already fails the test.
+
+    Loading counts against the test's time and the sample's budget. A sandbox that does not
+    start raises InfrastructureError: the grader's failure, never the program's.
+    """
+    early = _skipped(report, name, budget)
+    if early is not None:
+        return early
     try:
-        session.prepare(budget.time_limit_s)
+        session.prepare(budget.test_deadline())
+    except InfrastructureError:
+        raise
     except CandidateFailure as exc:
         return _failure_outcome(name, exc)
     except Exception as exc:
@@ -166,75 +119,82 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def run_check(session: Session, tests: CheckTests, budget: Budget) -> Report:
-    name = "check"
-    early = _prepared(session, budget, name)
-    if early is not None:
-        return Report([early])
-    deadline = min(time.monotonic() + budget.time_limit_s, budget.sample_deadline)
-    code = _compile(tests.test)
-    namespace = _test_globals(_names(code), tests.entry_point, _proxies(session, deadline))
-    try:
-        exec(code, namespace)
-        check = namespace.get("check")
-        if not callable(check):
-            return Report([Outcome(name, False, CRASH, "the label's test defines no check(candidate)")])
-        check(_Proxy(session, tests.entry_point, deadline))
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        return Report([_failure_outcome(name, exc, tests.test)])
-    return Report([Outcome(name, True)])
+def _judge_load(tests: AssertTests | CheckTests, names: TestNames) -> dict[str, Any]:
+    setup = tests.setup if isinstance(tests, AssertTests) else ""
+    test = tests.test if isinstance(tests, CheckTests) else ""
+    return {
+        "op": "judge",
+        "helpers": tests.helpers,
+        "setup": setup,
+        "test": test,
+        "candidates": list(names.candidates),
+        "modules": list(names.modules),
+    }
 
 
-def run_asserts(session: Session, tests: AssertTests, budget: Budget) -> Report:
+def label_names(tests: AssertTests | CheckTests) -> TestNames:
+    """The program functions and stdlib modules the label's test code uses (LabelCodeError if unclear)."""
+    explicit = (tests.entry_point, *tests.entry_points)
+    if isinstance(tests, CheckTests):
+        shared = (("helpers", tests.helpers), ("test", tests.test))
+        return test_names(shared, (), explicit)
+    shared = (("helpers", tests.helpers), ("setup", tests.setup))
+    return test_names(shared, tuple(tests.asserts), explicit)
+
+
+def run_judged(
+    session: Session, pool: SandboxPool, tests: AssertTests | CheckTests, budget: Budget
+) -> Report:
+    """Assert lines or a check function, each run by the judge against the loaded program."""
+    names = label_names(tests)
+    runs: list[tuple[str, dict[str, Any]]]
+    if isinstance(tests, CheckTests):
+        runs = [("check", {"op": "run", "check": tests.entry_point})]
+    else:
+        runs = [(f"assert {i}", {"op": "run", "code": line}) for i, line in enumerate(tests.asserts, start=1)]
+    judge = Judge(pool, session.memory_bytes, _judge_load(tests, names), budget.max_value_bytes)
     report = Report()
-    setup = _compile(tests.setup) if tests.setup else None
-    for index, line in enumerate(tests.asserts, start=1):
-        name = f"assert {index}"
-        early = _prepared(session, budget, name)
-        if early is not None:
-            report.outcomes.append(early)
-            continue
-        deadline = min(time.monotonic() + budget.time_limit_s, budget.sample_deadline)
-        try:
-            code = _compile(line)
-        except SyntaxError as exc:
-            report.outcomes.append(Outcome(name, False, CRASH, f"the label's assert does not compile: {exc}"))
-            continue
-        names = _names(code) | (_names(setup) if setup is not None else set())
-        namespace = _test_globals(names, tests.entry_point, _proxies(session, deadline))
-        try:
-            if setup is not None:
-                exec(setup, namespace)
-            exec(code, namespace)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
-                raise
-            report.outcomes.append(_failure_outcome(name, exc, line))
-            continue
-        report.outcomes.append(Outcome(name, True))
+    try:
+        for name, message in runs:
+            early = _prepared(session, report, budget, name)
+            if early is not None:
+                report.outcomes.append(early)
+                continue
+            verdict = judge.run(message, session, budget.test_deadline())
+            report.outcomes.append(Outcome(name, verdict.passed, verdict.reason, verdict.message))
+    finally:
+        judge.close()
     return report
+
+
+def _value_bound(expected: Any, cap: int) -> int:
+    """Bytes a reply may take to carry a value that could equal `expected` (tags, float digits)."""
+    try:
+        return min(cap, 16 * len(json.dumps(expected)) + (4 << 10))
+    except ValueError:  # an int over Python's 4300-digit text limit
+        return cap
 
 
 def run_calls(session: Session, tests: CallTests, budget: Budget) -> Report:
     report = Report()
+    tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
     for index, case in enumerate(tests.cases, start=1):
         name = f"case {index}"
-        early = _prepared(session, budget, name)
+        early = _prepared(session, report, budget, name)
         if early is not None:
             report.outcomes.append(early)
             continue
-        deadline = min(time.monotonic() + budget.time_limit_s, budget.sample_deadline)
+        deadline = budget.test_deadline()
+        bound = _value_bound(case.expected, budget.max_value_bytes)
         try:
-            value = session.call(tests.entry_point, tuple(case.args), dict(case.kwargs), deadline)
+            value = session.call(tests.entry_point, tuple(case.args), dict(case.kwargs), deadline, bound)
         except CandidateFailure as exc:
             report.outcomes.append(_failure_outcome(name, exc))
             continue
         except Exception as exc:
             report.outcomes.append(Outcome(name, False, CRASH, _short(exc)))
             continue
-        if values_match(value, case.expected, budget.tolerance):
+        if values_match(value, case.expected, tolerance):
             report.outcomes.append(Outcome(name, True))
         else:
             message = f"expected {describe_value(case.expected)}, got {describe_value(value)}"
@@ -242,16 +202,24 @@ def run_calls(session: Session, tests: CallTests, budget: Budget) -> Report:
     return report
 
 
+def _output_bound(expected: str, cap: int) -> int:
+    """Stdout a case may produce: what a right answer can take (trailing spaces, longer floats)."""
+    return min(cap, 2 * len(expected.encode("utf-8", "surrogateescape")) + (1 << 20))
+
+
 def run_stdio(session: Session, tests: StdioTests, budget: Budget) -> Report:
     report = Report()
+    tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
     for index, case in enumerate(tests.cases, start=1):
         name = f"case {index}"
-        left = budget.sample_deadline - time.monotonic()
-        if left <= 0:
-            report.outcomes.append(Outcome(name, False, TIMEOUT, _BUDGET_SPENT))
+        early = _skipped(report, name, budget)
+        if early is not None:
+            report.outcomes.append(early)
             continue
+        left = budget.sample_deadline - time.monotonic()
+        max_output = _output_bound(case.output, budget.max_output_bytes)
         try:
-            run = session.run_stdio(case.input, min(budget.time_limit_s, left), budget.max_output_bytes)
+            run = session.run_stdio(case.input, min(budget.time_limit_s, left), max_output)
         except CandidateFailure as exc:
             report.outcomes.append(_failure_outcome(name, exc))
             continue
@@ -260,24 +228,24 @@ def run_stdio(session: Session, tests: StdioTests, budget: Budget) -> Report:
         elif run.timeout:
             report.outcomes.append(Outcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s"))
         elif run.output_limit:
-            report.outcomes.append(Outcome(name, False, OUTPUT, f"over {budget.max_output_bytes} bytes"))
+            report.outcomes.append(Outcome(name, False, OUTPUT, f"over {max_output} bytes"))
         elif run.signal or run.exit_code:
             how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
             detail = last_line(run.stderr)
             report.outcomes.append(Outcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
         else:
             actual = run.stdout.decode("utf-8", "replace")
-            mismatch = stdio_mismatch(case.output, actual, budget.tolerance)
+            mismatch = stdio_mismatch(case.output, actual, tolerance)
             report.outcomes.append(Outcome(name, mismatch is None, WRONG if mismatch else "", mismatch or ""))
     return report
 
 
-def run_tests(session: Session, label: CodeLabel, budget: Budget) -> Report:
+def run_tests(session: Session, label: CodeLabel, budget: Budget, judges: SandboxPool | None) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
         return run_stdio(session, tests, budget)
     if isinstance(tests, CallTests):
         return run_calls(session, tests, budget)
-    if isinstance(tests, AssertTests):
-        return run_asserts(session, tests, budget)
-    return run_check(session, tests, budget)
+    if judges is None:
+        raise InfrastructureError("assert and check tests need a local judge sandbox (bubblewrap)")
+    return run_judged(session, judges, tests, budget)

@@ -21,8 +21,10 @@ from pydantic import ValidationError
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, GraderUnavailableError, config_hash
 from services.reward_rules.code.config import CodeConfig
-from services.reward_rules.code.evaluate import Budget, Report, run_tests
+from services.reward_rules.code.evaluate import Budget, Report, label_names, run_tests
 from services.reward_rules.code.extract import extract_program
+from services.reward_rules.code.judge import LabelError
+from services.reward_rules.code.labelcode import LabelCodeError
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.runner import PythonRunner
 from services.reward_rules.code.sandbox import Limits, bwrap_path
@@ -36,7 +38,7 @@ from services.reward_rules.code.session import (
     SandboxSource,
     Session,
 )
-from services.reward_rules.code.tests_spec import CodeLabel, StdioTests
+from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeLabel, StdioTests
 
 VERSION = "1.0.0"
 log = logging.getLogger(__name__)
@@ -86,6 +88,7 @@ class CodeGrader(GraderBase):
         self.workers = self.config.workers or (os.cpu_count() or 2) + 2
         self._source: SandboxSource | None = None
         self._pool: SandboxPool | None = None
+        self._judges: SandboxPool | None = None  # where label code runs: local even with SandboxFusion
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
@@ -110,20 +113,22 @@ class CodeGrader(GraderBase):
     def _start_locked(self) -> None:
         if self._executor is not None:
             return
+        warm = self.config.warm_sandboxes or 3 * self.workers
         if self.config.backend == "sandboxfusion":
             from services.reward_rules.code.sandboxfusion import SandboxFusionSource
 
             self._source = SandboxFusionSource(self.config.sandboxfusion_url, self._limits())
+            if self.config.sandbox == "unsafe" or bwrap_path() is not None:
+                self._judges = self._local_pool(self.workers)
         else:
-            self._pool = SandboxPool(
-                self.runner,
-                self._limits(),
-                mode=self.config.sandbox,
-                warm=self.config.warm_sandboxes or 2 * self.workers,
-                host_uid=self.config.sandbox_uid,
-            )
+            self._pool = self._judges = self._local_pool(warm)
             self._source = self._pool
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
+
+    def _local_pool(self, warm: int) -> SandboxPool:
+        return SandboxPool(
+            self.runner, self._limits(), mode=self.config.sandbox, warm=warm, host_uid=self.config.sandbox_uid
+        )
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         if self._executor is None:
@@ -134,12 +139,14 @@ class CodeGrader(GraderBase):
         return list(await asyncio.gather(*futures))
 
     async def aclose(self) -> None:
-        executor, source = self._executor, self._source
-        self._executor = self._pool = self._source = None
+        executor, source, judges = self._executor, self._source, self._judges
+        self._executor = self._pool = self._source = self._judges = None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         if source is not None:
             await asyncio.to_thread(source.close)
+        if judges is not None and judges is not source:
+            await asyncio.to_thread(judges.close)
 
     # ------------------------------------------------------------------ one sample
 
@@ -165,6 +172,11 @@ class CodeGrader(GraderBase):
                 Status.INVALID_INPUT, f"language {label.language!r} is not supported (python)"
             )
         total = label.test_count()
+        if isinstance(label.tests, AssertTests | CheckTests):
+            try:
+                label_names(label.tests)
+            except LabelCodeError as exc:
+                return self._result(Status.INVALID_INPUT, f"bad code label: {exc}")
         program = extract_program(sample.response)
         if not program:
             return self._result(Status.OK, "no program in the response", total=total, no_program=1.0)
@@ -179,14 +191,19 @@ class CodeGrader(GraderBase):
             max_output_bytes=self.config.max_output_bytes,
             sample_deadline=started + self.config.sample_budget_s,
             tolerance=self.config.float_tolerance,
+            max_value_bytes=self.config.max_value_bytes,
+            max_timeouts=self.config.max_timeouts,
         )
         module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
-        session = Session(self._source, program, memory_mb << 20, self.config.max_restarts, module)
+        prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
+        session = Session(self._source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
         try:
-            report = run_tests(session, label, budget)
+            report = run_tests(session, label, budget, self._judges)
         except InfrastructureError as exc:
             log.error("code grader: %s", exc)
             return self._result(Status.GRADER_ERROR, str(exc)[:500], total=total)
+        except LabelError as exc:
+            return self._result(Status.INVALID_INPUT, f"bad code label: {exc}"[:500], total=total)
         finally:
             session.close()
         return self._scored(report, total, (time.monotonic() - started) * 1000)

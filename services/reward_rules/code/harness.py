@@ -10,8 +10,17 @@ forged reply can only report what the candidate could have returned anyway.
 
 Protocol: frames of a 4-byte big-endian length and a JSON object, on fd 0 (requests) and
 fd 1 (replies); the harness moves the candidate's own stdout to fd 2, which the trusted
-process drains. Requests: {"op": "load", "source", "module"}, {"op": "call", "name", "args",
-"kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}.
+process drains. Requests: {"op": "load", "source", "module", "prelude"}, {"op": "call", "name",
+"args", "kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}.
+
+The same file serves the other side of a function test, in a second sandbox that never holds
+the candidate: the *judge*. {"op": "judge", "helpers", "setup", "test", "candidates",
+"modules"} runs the label's code there (a HumanEval prompt's helpers, MBPP setup, a `check`
+function); {"op": "run", "code" | "check"} runs one test. Whenever that test calls one of the
+`candidates` names, the judge writes {"op": "call", ...} and reads the candidate's reply, which
+the trusted process relays unread between the two sandboxes; the test's verdict comes last as
+{"done": true, "passed", "reason", "message"}. So label code (from the request, like the
+program) runs sandboxed, and the candidate still shares no process with the comparisons.
 """
 
 from __future__ import annotations
@@ -123,7 +132,39 @@ def encode_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         pairs = dict.items(value)
         return {"D": [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in pairs]}
+    ratio = _exact_ratio(value)
+    if ratio is not None:
+        return {"Q": [encode_value(ratio[0]), encode_value(ratio[1])]}
+    if kind is range or (hasattr(kind, "__next__") and hasattr(kind, "__iter__")):
+        return {"L": [encode_value(item, depth + 1) for item in _bounded(value)]}
     return {"X": type(value).__name__}
+
+
+MAX_ITEMS = 1 << 20  # items read from an iterator a candidate returns (map(), a generator...)
+
+
+def _bounded(iterable: Any) -> list[Any]:
+    """The items of a returned iterator (a correct `map()` answer is its items), up to MAX_ITEMS."""
+    items = []
+    for item in iterable:
+        items.append(item)
+        if len(items) > MAX_ITEMS:
+            raise CodecError("iterator too long")
+    return items
+
+
+def _exact_ratio(value: Any) -> Any:
+    """(numerator, denominator) of a Fraction or finite Decimal, so it compares as a number."""
+    module = type(value).__module__
+    if module not in ("fractions", "decimal", "_decimal", "_pydecimal"):
+        return None
+    if type(value).__name__ not in ("Fraction", "Decimal"):
+        return None
+    try:
+        numerator, denominator = value.as_integer_ratio()
+    except (ValueError, OverflowError, ArithmeticError):
+        return None  # NaN or infinite Decimal: an opaque value
+    return int.__index__(numerator), int.__index__(denominator)
 
 
 class Opaque:
@@ -142,6 +183,43 @@ class Opaque:
 
     def __repr__(self) -> str:
         return f"<unserializable {self.type_name}>"
+
+
+# Candidate exceptions that test code may catch by type. Deliberately not StopIteration and
+# friends: raised into a `map()` inside an `all()`, they would end the iteration early and
+# make the check pass.
+MAPPED_EXCEPTIONS = {
+    cls.__name__: cls
+    for cls in (
+        ArithmeticError,
+        AssertionError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        LookupError,
+        NotImplementedError,
+        OverflowError,
+        RecursionError,
+        RuntimeError,
+        TypeError,
+        ValueError,
+        ZeroDivisionError,
+    )
+}
+
+
+class CandidateError(Exception):
+    """An exception the candidate raised that has no safe builtin twin."""
+
+
+def candidate_exception(error: Any) -> Exception:
+    """A fresh exception standing for the one the candidate raised (its type if it is a builtin)."""
+    name = str(error.get("type", "Exception")) if isinstance(error, dict) else "Exception"
+    message = str(error.get("message", "")) if isinstance(error, dict) else ""
+    cls = MAPPED_EXCEPTIONS.get(name)
+    if cls is not None:
+        return cls(message)
+    return CandidateError(name + ": " + message if message else name)
 
 
 def decode_value(data: Any, depth: int = 0) -> Any:
@@ -167,6 +245,13 @@ def decode_value(data: Any, depth: int = 0) -> Any:
         return Opaque(body[:200])
     if type(body) is not list:
         raise CodecError(f"malformed value tagged {tag!r}")
+    if tag == "Q" and len(body) == 2 and type(body[0]) in (int, dict) and type(body[1]) in (int, dict):
+        numerator, denominator = (decode_value(part, depth + 1) for part in body)
+        if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
+            raise CodecError("malformed fraction")
+        from fractions import Fraction  # only a judge or the trusted process ever needs it
+
+        return Fraction(numerator, denominator)
     if tag == "C" and len(body) == 2:
         real, imag = (decode_value(part, depth + 1) for part in body)
         if type(real) is not float and type(real) is not int:
@@ -239,6 +324,7 @@ class Harness:
         self.ctl_out = ctl_out
         self.namespace: dict[str, Any] = {}
         self.compiled: Any = None
+        self.judge: Judge | None = None
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
@@ -249,18 +335,31 @@ class Harness:
                 return
             op = request.get("op")
             if op == "load":
-                reply = self.load(request["source"], request.get("module", "__solution__"))
+                reply = self.load(
+                    request["source"], request.get("module", "__solution__"), request.get("prelude")
+                )
             elif op == "call":
                 reply = self.call(request["name"], request.get("args", {"L": []}), request.get("kwargs"))
             elif op == "stdio":
                 reply = self.stdio(request)
+            elif op == "judge":
+                self.judge = Judge(self.ctl_in, self.ctl_out)
+                reply = self.judge.load(request)
+            elif op == "run" and self.judge is not None:
+                reply = self.judge.run(request)
             else:
                 reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
             write_frame(self.ctl_out, reply)
 
-    def load(self, source: str, module: str) -> dict[str, Any]:
+    def load(self, source: str, module: str, prelude: Any = None) -> dict[str, Any]:
+        """Runs the program; after the label's helpers (`prelude`), which it may call (or redefine)."""
         self.namespace = {"__name__": module, "__builtins__": builtins, "__file__": "solution.py"}
         try:
+            if prelude:
+                try:  # noqa: SIM105 - contextlib would cost start-up time
+                    exec(compile(prelude, "helpers.py", "exec"), self.namespace)
+                except BaseException:
+                    pass  # the judge reports the label's own errors; the program still runs
             exec(compile(source, "solution.py", "exec"), self.namespace)
         except BaseException as exc:
             return {"ok": False, "error": _describe(exc)}
@@ -454,6 +553,137 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+# ---------------------------------------------------------------- the judge (label code)
+
+TEST_FILE = "<test>"
+
+
+class CandidateGone(BaseException):
+    """The trusted process ended this test (the candidate failed); unwinds past `except Exception`."""
+
+
+class _Proxy:
+    """Stands for a function of the program: a call is a frame out and the candidate's reply in."""
+
+    __slots__ = ("judge", "name")
+
+    def __init__(self, judge: Judge, name: str) -> None:
+        self.judge = judge
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.judge.call(self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return "<candidate " + self.name + ">"
+
+
+class Judge:
+    """Runs label code; its `candidates` names call the program through the trusted process."""
+
+    def __init__(self, ctl_in: int, ctl_out: int) -> None:
+        self.ctl_in = ctl_in
+        self.ctl_out = ctl_out
+        self.base: dict[str, Any] = {}
+        self.candidates: list[str] = []
+        self.test_source = ""
+        self.calls = 0
+
+    def call(self, name: str, args: Any, kwargs: Any) -> Any:
+        try:
+            message = {"op": "call", "name": name, "args": encode_value(list(args))}
+            if kwargs:
+                message["kwargs"] = encode_value(dict(kwargs))
+        except CodecError as exc:
+            raise TypeError("argument cannot be sent to the candidate: " + str(exc)) from None
+        self.calls += 1
+        write_frame(self.ctl_out, message)
+        try:
+            reply = read_frame(self.ctl_in)
+        except EOFError:
+            raise CandidateGone from None
+        except (ValueError, RecursionError, MemoryError):
+            raise CandidateError("malformed reply from the candidate") from None
+        if type(reply) is not dict or reply.get("abort"):
+            raise CandidateGone
+        if not reply.get("ok"):
+            raise candidate_exception(reply.get("error"))
+        try:
+            return decode_value(reply.get("value"))
+        except (CodecError, ValueError, RecursionError, MemoryError) as exc:
+            raise CandidateError("malformed value from the candidate: " + str(exc)[:200]) from None
+
+    def _install(self, namespace: dict[str, Any]) -> None:
+        for name in self.candidates:
+            namespace[name] = _Proxy(self, name)
+
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Imports the stdlib modules the tests name, runs helpers, setup and test code once."""
+        self.candidates = [str(name) for name in request.get("candidates", [])]
+        self.test_source = str(request.get("test", ""))
+        namespace: dict[str, Any] = {"__name__": "__test__", "__builtins__": builtins}
+        try:
+            for module in request.get("modules", []):
+                try:  # noqa: SIM105 - contextlib would cost start-up time
+                    namespace[module] = __import__(module)
+                except ImportError:
+                    pass
+            self._install(namespace)
+            for key, filename in (("helpers", "<helpers>"), ("setup", "<setup>"), ("test", TEST_FILE)):
+                if request.get(key):
+                    exec(compile(request[key], filename, "exec"), namespace)
+                    self._install(namespace)  # a prompt's stub of the entry point never hides it
+        except CandidateGone:
+            return {"ok": False, "gone": True}
+        except BaseException as exc:
+            return {"ok": False, "candidate": self.calls > 0, "error": _describe(exc)}
+        self.base = namespace
+        return {"ok": True}
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        source = request.get("code", "")
+        try:
+            if request.get("check"):
+                check = self.base.get("check")
+                if not callable(check):
+                    return {
+                        "done": True,
+                        "passed": False,
+                        "reason": "label",
+                        "message": "no check(candidate)",
+                    }
+                check(_Proxy(self, str(request["check"])))
+            else:
+                exec(compile(source, TEST_FILE, "exec"), dict(self.base))
+        except CandidateGone:
+            return {"done": True, "passed": False, "reason": "gone", "message": ""}
+        except AssertionError as exc:
+            where = _test_line(exc, source or self.test_source)
+            return {"done": True, "passed": False, "reason": "wrong", "message": where or str(exc)[:200]}
+        except BaseException as exc:
+            return {"done": True, "passed": False, "reason": "error", "message": _short(exc)}
+        return {"done": True, "passed": True}
+
+
+def _short(exc: BaseException) -> str:
+    text = _describe(exc)
+    if isinstance(exc, CandidateError):
+        return text["message"][:300]
+    return (text["type"] + ": " + text["message"])[:300]
+
+
+def _test_line(exc: BaseException, source: str) -> str:
+    """The label's failing line (`assert candidate(3) == 5`), from the test code's traceback."""
+    number = 0
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == TEST_FILE:
+            number = trace.tb_lineno
+        trace = trace.tb_next
+    lines = source.splitlines()
+    return lines[number - 1].strip()[:200] if 0 < number <= len(lines) else ""
 
 
 def _exit(code: Any = None) -> None:

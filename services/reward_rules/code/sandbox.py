@@ -37,7 +37,7 @@ Mode = Literal["bwrap", "unsafe"]
 
 
 class SandboxError(Exception):
-    """The sandbox failed to answer; `kind` says how: died, timeout, protocol."""
+    """The sandbox failed to answer; `kind` says how: died, timeout, protocol, oversize."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -50,6 +50,17 @@ class Limits:
     max_pids: int
     tmpfs_bytes: int
     max_frame_bytes: int
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    """A reply frame's JSON object; a sandbox that sends anything else broke the protocol."""
+    try:
+        reply = json.loads(body)
+    except (ValueError, RecursionError):
+        raise SandboxError("protocol", "reply is not JSON") from None
+    if not isinstance(reply, dict):
+        raise SandboxError("protocol", "reply is not an object")
+    return reply
 
 
 def bwrap_path() -> str | None:
@@ -179,11 +190,31 @@ class Sandbox:
                 raise SandboxError("protocol", "the harness did not start")
             self._ready = True
 
-    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
-        self.wait_ready(deadline)
+    def request(
+        self, message: dict[str, Any], deadline: float, max_reply: int | None = None
+    ) -> dict[str, Any]:
+        """Sends a request; its reply decoded (a reply over `max_reply` bytes is never read)."""
         body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+        return _parse(self.request_raw(body, deadline, max_reply))
+
+    def request_raw(self, body: bytes, deadline: float, max_reply: int | None = None) -> bytes:
+        """Sends a frame body, returns the reply's body unread: what a relay forwards as it came."""
+        self.wait_ready(deadline)
+        self.send_raw(body, deadline)
+        return self.receive_raw(deadline, max_reply)
+
+    def send_raw(self, body: bytes, deadline: float) -> None:
         self._send(_HEADER.pack(len(body)) + body, deadline)
-        return self._receive(deadline)
+
+    def receive_raw(self, deadline: float, max_reply: int | None = None) -> bytes:
+        limit = (
+            self.limits.max_frame_bytes if max_reply is None else min(max_reply, self.limits.max_frame_bytes)
+        )
+        while True:
+            body = self._take_body(limit)
+            if body is not None:
+                return body
+            self._read_some(deadline)
 
     def _poll(self, fd: int, event: int, deadline: float) -> bool:
         """Waits for `event` on fd while draining stderr; False when only stderr moved."""
@@ -225,41 +256,34 @@ class Sandbox:
             except (BrokenPipeError, ConnectionResetError):
                 raise SandboxError("died", "the sandbox exited") from None
 
-    def _take_frame(self) -> dict[str, Any] | None:
+    def _take_body(self, limit: int) -> bytes | None:
         if len(self._buffer) < _HEADER.size:
             return None
         (size,) = _HEADER.unpack_from(self._buffer)
-        if size > self.limits.max_frame_bytes:
-            raise SandboxError("protocol", f"reply of {size} bytes is over the limit")
+        if size > limit:
+            raise SandboxError("oversize", f"reply of {size} bytes is over the limit of {limit}")
         if len(self._buffer) < _HEADER.size + size:
             return None
         body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
         del self._buffer[: _HEADER.size + size]
-        try:
-            reply = json.loads(body)
-        except ValueError:
-            raise SandboxError("protocol", "reply is not JSON") from None
-        if not isinstance(reply, dict):
-            raise SandboxError("protocol", "reply is not an object")
-        return reply
+        return body
 
     def _receive(self, deadline: float) -> dict[str, Any]:
-        while True:
-            reply = self._take_frame()
-            if reply is not None:
-                return reply
-            if not self._poll(self._ctl_out, select.POLLIN, deadline):
-                continue
-            try:
-                chunk = os.read(self._ctl_out, 1 << 20)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                while self._err is not None:  # its last words, for the detail
-                    if not self._poll_stderr_only():
-                        break
-                raise SandboxError("died", "the sandbox exited")
-            self._buffer += chunk
+        return _parse(self.receive_raw(deadline))
+
+    def _read_some(self, deadline: float) -> None:
+        if not self._poll(self._ctl_out, select.POLLIN, deadline):
+            return
+        try:
+            chunk = os.read(self._ctl_out, 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            while self._err is not None:  # its last words, for the detail
+                if not self._poll_stderr_only():
+                    break
+            raise SandboxError("died", "the sandbox exited")
+        self._buffer += chunk
 
     def _poll_stderr_only(self) -> bool:
         if self._err is None:

@@ -27,7 +27,7 @@ exec(compile({harness!r}, "harness", "exec"), _ns)
 _out = _os.dup(1)
 _os.dup2(2, 1)
 _h = _ns["Harness"](-1, -1)
-_reply = _h.load({program!r}, "__solution__")
+_reply = _h.load({program!r}, "__solution__", {prelude!r})
 _call = {call!r}
 if _reply.get("ok") and _call is not None:
     _reply = _h.call(_call["name"], _call["args"], _call.get("kwargs"))
@@ -45,6 +45,7 @@ class RemoteSandbox:
         self.stderr_tail = bytearray()
         self.stderr_bytes = 0
         self._program = ""
+        self._prelude = ""
         self._dead = False
 
     def oom_kills(self) -> int:
@@ -80,7 +81,20 @@ class RemoteSandbox:
         self.stderr_tail = bytearray(stderr[-8192:])
         return run
 
-    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
+    def request_raw(self, body: bytes, deadline: float, max_reply: int | None = None) -> bytes:
+        """A judge's call frame, run here as a one-shot call; the reply as the harness wrote it."""
+        try:
+            message = loads(body.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise SandboxError("protocol", "request is not JSON") from None
+        reply = dumps(self.request(message, deadline, max_reply)).encode()
+        if max_reply is not None and len(reply) > max_reply:
+            raise SandboxError("oversize", f"reply of {len(reply)} bytes is over the limit of {max_reply}")
+        return reply
+
+    def request(
+        self, message: dict[str, Any], deadline: float, max_reply: int | None = None
+    ) -> dict[str, Any]:
         op = message.get("op")
         if op == "stdio":
             limit = float(message["time_limit_s"])
@@ -98,14 +112,20 @@ class RemoteSandbox:
             }
         if op == "load":
             self._program = message["source"]
-            return self._one_shot(None, deadline)
+            self._prelude = str(message.get("prelude") or "")
+            return self._one_shot(None, deadline, max_reply)
         if op == "call":
-            return self._one_shot({k: message.get(k) for k in ("name", "args", "kwargs")}, deadline)
+            call = {k: message.get(k) for k in ("name", "args", "kwargs")}
+            return self._one_shot(call, deadline, max_reply)
         raise SandboxError("protocol", f"unknown op {op!r}")
 
-    def _one_shot(self, call: dict[str, Any] | None, deadline: float) -> dict[str, Any]:
+    def _one_shot(
+        self, call: dict[str, Any] | None, deadline: float, max_reply: int | None
+    ) -> dict[str, Any]:
         marker = "@@arbiter-" + secrets.token_hex(8) + "@@"
-        code = _ONE_SHOT.format(harness=harness_source(), program=self._program, call=call, marker=marker)
+        code = _ONE_SHOT.format(
+            harness=harness_source(), program=self._program, prelude=self._prelude, call=call, marker=marker
+        )
         run = self._run(code, "", max(deadline - time.monotonic(), 0.1), deadline)
         if run.get("status") == "TimeLimitExceeded":
             raise SandboxError("timeout", "the run timed out")
@@ -113,6 +133,8 @@ class RemoteSandbox:
         lines = [line for line in stdout.splitlines() if line.startswith(marker)]
         if not lines:
             raise SandboxError("died", "the program exited before the harness replied")
+        if max_reply is not None and len(lines[-1]) - len(marker) > max_reply:
+            raise SandboxError("oversize", f"reply over the limit of {max_reply} bytes")
         try:
             reply = loads(lines[-1][len(marker) :])
         except ValueError:

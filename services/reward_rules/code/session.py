@@ -13,30 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from services.reward_rules.code.harness import CodecError, decode_value, encode_value
+from services.reward_rules.code.harness import (
+    CandidateError,
+    CodecError,
+    candidate_exception,
+    decode_value,
+    encode_value,
+)
 from services.reward_rules.code.sandbox import SandboxError
-
-# Candidate exceptions that trusted test code may catch by type. Deliberately not
-# StopIteration and friends: raised into a `map()` inside an `all()`, they would end the
-# iteration early and make the check pass.
-_MAPPED_EXCEPTIONS = {
-    cls.__name__: cls
-    for cls in (
-        ArithmeticError,
-        AssertionError,
-        AttributeError,
-        IndexError,
-        KeyError,
-        LookupError,
-        NotImplementedError,
-        OverflowError,
-        RecursionError,
-        RuntimeError,
-        TypeError,
-        ValueError,
-        ZeroDivisionError,
-    )
-}
 
 # Why a test failed, as counted in the logs.
 WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (
@@ -56,7 +40,11 @@ class SandboxLike(Protocol):
 
     def wait_ready(self, deadline: float) -> None: ...
 
-    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]: ...
+    def request(
+        self, message: dict[str, Any], deadline: float, max_reply: int | None = None
+    ) -> dict[str, Any]: ...
+
+    def request_raw(self, body: bytes, deadline: float, max_reply: int | None = None) -> bytes: ...
 
     def kill(self) -> None: ...
 
@@ -89,20 +77,6 @@ class CandidateFailure(BaseException):
         self.message = message
 
 
-class CandidateError(Exception):
-    """An exception the candidate raised that has no safe builtin twin."""
-
-
-def candidate_exception(error: Any) -> Exception:
-    """A fresh, trusted exception standing for the one the candidate raised."""
-    name = str(error.get("type", "Exception")) if isinstance(error, dict) else "Exception"
-    message = str(error.get("message", "")) if isinstance(error, dict) else ""
-    cls = _MAPPED_EXCEPTIONS.get(name)
-    if cls is not None:
-        return cls(message)
-    return CandidateError(f"{name}: {message}" if message else name)
-
-
 def last_line(data: bytes) -> str:
     lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1].strip()[:300] if lines else ""
@@ -119,16 +93,24 @@ class StdioRun:
     stderr: bytes
 
 
+_SMALL_REPLY = 64 << 10  # a load reply: ok or an exception's type and message
 START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds a sick machine
 SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
 
 
 class Session:
     def __init__(
-        self, source_pool: SandboxSource, program: str, memory_bytes: int, max_restarts: int, module: str
+        self,
+        source_pool: SandboxSource,
+        program: str,
+        memory_bytes: int,
+        max_restarts: int,
+        module: str,
+        prelude: str = "",
     ) -> None:
         self.pool = source_pool
         self.program = program
+        self.prelude = prelude  # the label's helpers, run before the program in its namespace
         self.memory_bytes = memory_bytes
         self.restarts_left = max_restarts
         self.module = module
@@ -158,6 +140,9 @@ class Session:
                         f"sandbox did not start: {exc}; {sandbox.stderr_text()}"
                     ) from exc
                 continue
+            except Exception as exc:  # e.g. a launch that fails before the harness runs
+                self.pool.release(sandbox)
+                raise InfrastructureError(f"sandbox did not start: {exc}") from exc
             self.sandbox = sandbox
             return sandbox
         raise AssertionError("unreachable")
@@ -175,6 +160,8 @@ class Session:
             failure = CandidateFailure(TIMEOUT, "")
         elif sandbox.oom_kills():
             failure = CandidateFailure(MEMORY, f"{self.memory_bytes >> 20} MB")
+        elif exc.kind == "oversize":
+            failure = CandidateFailure(OUTPUT, f"a reply larger than the test can use ({exc})")
         elif exc.kind == "protocol":
             failure = CandidateFailure(CRASH, f"corrupted the harness ({exc})")
         else:
@@ -183,33 +170,42 @@ class Session:
         self.failure = failure
         return failure
 
-    def _request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
+    def _request(
+        self, message: dict[str, Any], deadline: float, max_reply: int | None = None
+    ) -> dict[str, Any]:
         sandbox = self._start()
         try:
-            return sandbox.request(message, deadline)
+            return sandbox.request(message, deadline, max_reply)
         except SandboxError as exc:
             raise self._fail(sandbox, exc) from None
 
     # -------------------------------------------------------------- function tests
 
-    def prepare(self, load_budget_s: float) -> None:
-        """A ready sandbox with the program loaded (after a failure: a fresh one, if restarts are left)."""
+    def prepare(self, deadline: float) -> None:
+        """A ready sandbox with the program loaded by `deadline` (after a failure: a fresh one, if
+        restarts are left). Loading is the candidate's time: a slow import is a timeout verdict."""
         if self.load_error is not None:
             raise self.load_error
         if self.sandbox is not None:
             return
         self._start()
-        deadline = time.monotonic() + load_budget_s
-        reply = self._request({"op": "load", "source": self.program, "module": self.module}, deadline)
+        message = {"op": "load", "source": self.program, "module": self.module}
+        if self.prelude:
+            message["prelude"] = self.prelude
+        reply = self._request(message, deadline, _SMALL_REPLY)
         if not reply.get("ok"):
             self.load_error = candidate_exception(reply.get("error"))
             self.close()
             raise self.load_error
 
-    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float) -> Any:
+    def call(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float, max_reply: int
+    ) -> Any:
         """Calls `name` in the loaded program; returns its value as builtins or raises its exception.
 
-        Call `prepare()` first: a failed sandbox is only replaced there, never mid-test.
+        A reply over `max_reply` bytes (more than the test's expected value can need) is never
+        read: the candidate cannot make this process parse a large or deep frame. Call
+        `prepare()` first: a failed sandbox is only replaced there, never mid-test.
         """
         try:
             message = {"op": "call", "name": name, "args": encode_value(list(args))}
@@ -221,13 +217,25 @@ class Session:
             raise self.load_error
         if self.sandbox is None:
             raise self.failure or InfrastructureError("call before prepare()")
-        reply = self._request(message, deadline)
+        reply = self._request(message, deadline, max_reply)
         if not reply.get("ok"):
             raise candidate_exception(reply.get("error"))
         try:
             return decode_value(reply.get("value"))
-        except (CodecError, ValueError) as exc:
+        except (CodecError, ValueError, RecursionError) as exc:
             raise CandidateError(f"malformed value from the sandbox: {exc}") from None
+
+    def relay(self, body: bytes, deadline: float, max_reply: int) -> bytes:
+        """Forwards a judge's call frame to the program; its reply comes back unread (bounded)."""
+        if self.load_error is not None:
+            raise self.load_error
+        if self.sandbox is None:
+            raise self.failure or InfrastructureError("call before prepare()")
+        sandbox = self.sandbox
+        try:
+            return sandbox.request_raw(body, deadline, max_reply)
+        except SandboxError as exc:
+            raise self._fail(sandbox, exc) from None
 
     # -------------------------------------------------------------- stdio tests
 
@@ -241,7 +249,8 @@ class Session:
         }
         sandbox = self._start()
         oom_before = sandbox.oom_kills()
-        reply = self._request(message, time.monotonic() + time_limit_s + SUPERVISION_SLACK_S)
+        frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY  # base64 of the capped stdout and stderr tail
+        reply = self._request(message, time.monotonic() + time_limit_s + SUPERVISION_SLACK_S, frame)
         try:
             run = StdioRun(
                 exit_code=int(reply["exit"]),

@@ -2,7 +2,8 @@
 
 Four test formats, as the open code-RL datasets ship them: stdin/stdout cases (APPS,
 CodeContests, LiveCodeBench), assert lines (MBPP), a HumanEval `check(candidate)` function,
-and call cases with JSON arguments and expected values (TACO's `fn_name`).
+and call cases with JSON arguments and expected values (TACO's `fn_name`). Label code (asserts,
+setup, check, helpers) comes with the request: it runs in a sandbox of its own, never here.
 """
 
 from __future__ import annotations
@@ -21,22 +22,44 @@ class StdioCase(_Spec):
     output: str
 
 
+_HELPERS = (
+    "the dataset's prompt code: helpers the tests call (HumanEval's poly, encode_cyclic). Run with the "
+    "test code in its judge sandbox, and before the program in the program's own, so a completion may "
+    "call them; the tests always use these, never the program's redefinitions"
+)
+_ENTRY_POINTS = "more functions of the program that the tests call (the entry point is one already)"
+_TOLERANCE = (
+    "numbers match within this absolute or relative error; unset means exact (the grader's "
+    "float_tolerance, 0 by default)"
+)
+
+
 class StdioTests(_Spec):
     kind: Literal["stdio"]
     cases: list[StdioCase] = Field(min_length=1)
+    tolerance: float | None = Field(
+        default=None,
+        ge=0,
+        description="non-integer number tokens match within this absolute or relative error; unset: "
+        "tokens compare exactly as text (the grader's float_tolerance, 0 by default)",
+    )
 
 
 class AssertTests(_Spec):
     kind: Literal["assert"]
     entry_point: str = ""
+    entry_points: list[str] = Field(default_factory=list, description=_ENTRY_POINTS)
     asserts: list[str] = Field(min_length=1)
-    setup: str = Field(default="", description="trusted code run before the asserts (imports, helpers)")
+    setup: str = Field(default="", description="label code run before the asserts (imports, helpers)")
+    helpers: str = Field(default="", description=_HELPERS)
 
 
 class CheckTests(_Spec):
     kind: Literal["check"]
     entry_point: str
+    entry_points: list[str] = Field(default_factory=list, description=_ENTRY_POINTS)
     test: str = Field(description="code defining check(candidate), HumanEval style")
+    helpers: str = Field(default="", description=_HELPERS)
 
 
 class CallCase(_Spec):
@@ -49,6 +72,7 @@ class CallTests(_Spec):
     kind: Literal["call"]
     entry_point: str
     cases: list[CallCase] = Field(min_length=1)
+    tolerance: float | None = Field(default=None, ge=0, description=_TOLERANCE)
 
 
 Tests = Annotated[StdioTests | AssertTests | CheckTests | CallTests, Field(discriminator="kind")]
