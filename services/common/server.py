@@ -25,6 +25,7 @@ from services.common.engine import Observer, ScoringEngine
 from services.common.grader import Grader
 from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
 from services.common.http_app import build_http_app
+from services.common.httpguard import HttpLimits, guarded_protocol
 from services.common.metrics import KitMetrics
 from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
 
@@ -142,10 +143,18 @@ class GraderServer:
     async def start(self) -> None:
         token = load_token(self.settings.auth_token_env)  # refuse to start on a named but empty token
         await self.engine.start()
+        limits = HttpLimits(
+            max_header_bytes=self.settings.max_header_bytes,
+            header_timeout_s=self.settings.header_timeout_s,
+            body_timeout_s=self.settings.body_timeout_s,
+            max_connections=self.settings.max_connections,
+        )
         self._http = AsgiServer(
             build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token),
             self.settings.host,
             self.settings.http_port,
+            http=guarded_protocol(limits),
+            timeout_keep_alive=self.settings.keep_alive_s,
         )
         await self._http.start()
         self.http_port = self._http.port

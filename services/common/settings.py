@@ -73,6 +73,18 @@ class ServerSettings(BaseModel):
         default="",
         description="env var holding a bearer token; when set, all but /healthz and /readyz require it",
     )
+    # What one HTTP client may hold before its request reaches the app (services/common/httpguard.py).
+    max_header_bytes: int = Field(
+        default=64 * 1024, ge=1024, description="request line + headers; 431 beyond"
+    )
+    header_timeout_s: float = Field(default=10.0, gt=0, description="to receive a request's headers")
+    body_timeout_s: float = Field(default=60.0, gt=0, description="to receive a body once its headers are in")
+    keep_alive_s: float = Field(
+        default=5.0, gt=0, description="an idle kept-alive connection is closed after"
+    )
+    max_connections: int = Field(
+        default=0, ge=0, description="open HTTP connections at once; 0: the fd limit less a reserve"
+    )
 
 
 class CacheSettings(BaseModel):

@@ -1,0 +1,129 @@
+"""Bounds on what an HTTP client can hold before its request reaches the app.
+
+uvicorn's httptools protocol has no limit on header size, no deadline for headers or for a
+half-sent body, and arms its keep-alive timer only after a response: a 64 MiB header costs
+seconds of parsing before auth runs, and sockets that trickle a byte now and then are held
+forever, until the process runs out of file descriptors and refuses everyone (the code
+grader then cannot open its pipes either). This protocol adds, per connection:
+
+- headers: refused with 431 once more than `max_header_bytes` arrived without completing them;
+- headers: the connection is closed (408) when they are not complete `header_timeout_s` after
+  the connection opened, or after the first byte of the next request on a kept-alive one;
+- body: the connection is closed when the body is not complete `body_timeout_s` after the
+  headers (the app then sees the client disconnect);
+- connections: beyond `max_connections` open at once a new one is closed at once, so the
+  service keeps file descriptors for its own work.
+
+Idle kept-alive connections are closed by uvicorn's own `timeout_keep_alive`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from dataclasses import dataclass
+from typing import ClassVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+# File descriptors left for the service's own work (pipes, worker processes, upstream sockets,
+# Redis) when the connection cap is derived from RLIMIT_NOFILE.
+FD_RESERVE = 512
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    max_header_bytes: int = 64 * 1024
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    max_connections: int = 0  # 0: the soft RLIMIT_NOFILE less FD_RESERVE
+
+    def connection_cap(self) -> int:
+        if self.max_connections > 0:
+            return self.max_connections
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return 1 << 20
+        return max(64, soft - FD_RESERVE)
+
+
+def _status(code: int, reason: str) -> bytes:
+    body = reason.encode("ascii")
+    return (
+        f"HTTP/1.1 {code} {reason}\r\ncontent-type: text/plain\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode("ascii") + body
+
+
+class _GuardedProtocol(HttpToolsProtocol):
+    limits: ClassVar[HttpLimits]
+    cap: ClassVar[int]
+
+    _timer: asyncio.TimerHandle | None = None
+    _reading_headers = True
+    _header_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.cap:
+            self.transport.write(_status(503, "Too many connections"))
+            self.transport.close()
+            return
+        self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._timer is None and self._reading_headers:
+            # The first bytes of a request on a kept-alive connection: its headers' clock starts.
+            self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
+        super().data_received(data)
+        if self._reading_headers and not self.transport.is_closing():
+            self._header_bytes += len(data)
+            if self._header_bytes > self.limits.max_header_bytes:
+                self._refuse(431, "Request Header Fields Too Large")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._reading_headers = True
+        self._header_bytes = 0
+
+    def on_headers_complete(self) -> None:
+        self._reading_headers = False
+        self._arm(self.limits.body_timeout_s, 408, "Request body timeout")
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        self._reading_headers = True
+        self._header_bytes = 0
+        super().on_response_complete()
+
+    def _arm(self, delay: float, code: int, reason: str) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(delay, self._refuse, code, reason)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _refuse(self, code: int, reason: str) -> None:
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete or self._reading_headers:
+            self.transport.write(_status(code, reason))  # no response started: say why
+        self.transport.close()
+
+
+def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with `limits` (pass it as uvicorn's `http` option)."""
+    return type(
+        "GuardedHttpToolsProtocol", (_GuardedProtocol,), {"limits": limits, "cap": limits.connection_cap()}
+    )

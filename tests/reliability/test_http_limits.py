@@ -1,0 +1,91 @@
+"""What one HTTP client may hold (issue 15 item 4).
+
+A 64 MiB header used to cost seconds of parsing before auth ran, and sockets that never
+finished their headers or their body were held forever (until the fd limit refused
+everyone). Now headers are bounded in size and time, bodies in time, and `/healthz`
+answers throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx
+
+from services.common.server import GraderServer
+from tests.helpers import rules_grader, server_settings
+
+
+@contextlib.asynccontextmanager
+async def served(**limits: object) -> AsyncIterator[GraderServer]:
+    server = GraderServer("rules", rules_grader(), server_settings(grpc_port=-1, **limits))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+    """What the server sent before it closed the connection (raises TimeoutError if it did not)."""
+    return await asyncio.wait_for(reader.read(), seconds)
+
+
+async def test_a_huge_header_is_refused_before_it_is_read() -> None:
+    async with served() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
+        writer.write(b"POST /get_reward HTTP/1.1\r\nhost: x\r\nx-junk: ")
+        sent = 0
+        refused = False
+        with contextlib.suppress(ConnectionError):
+            while sent < 64 * 1024 * 1024:
+                writer.write(b"a" * 65536)
+                await writer.drain()
+                sent += 65536
+                if reader.at_eof() or writer.is_closing():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    if await asyncio.wait_for(reader.read(64), 0.001):
+                        refused = True
+                        break
+        reply = b"" if refused else await _closed_within(reader, 5)
+        writer.close()
+        assert refused or reply.startswith(b"HTTP/1.1 431")
+        assert sent < 8 * 1024 * 1024  # refused after the first few chunks, not after 64 MiB
+
+
+async def test_unfinished_headers_and_bodies_are_dropped_and_health_still_answers() -> None:
+    async with served(header_timeout_s=0.5, body_timeout_s=0.5) as server:
+        port = server.http_port
+        trickle_reader, trickle = await asyncio.open_connection("127.0.0.1", port)
+        trickle.write(b"POST /get_reward HTTP/1.1\r\nhost: x\r\n")  # never finishes its headers
+        half_reader, half = await asyncio.open_connection("127.0.0.1", port)
+        half.write(b'POST /get_reward HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{"query"')
+        silent_reader, silent = await asyncio.open_connection("127.0.0.1", port)  # sends nothing
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"{server.http_url}/healthz")).status_code == 200
+        assert (await _closed_within(trickle_reader, 5)).startswith(b"HTTP/1.1 408")
+        assert (await _closed_within(silent_reader, 5)).startswith(b"HTTP/1.1 408")
+        await _closed_within(half_reader, 5)  # the app saw the client go; the socket is closed
+        for writer in (trickle, half, silent):
+            writer.close()
+
+
+async def test_ordinary_requests_on_a_kept_alive_connection_still_work() -> None:
+    body = {"query": ["<think>a</think> b"], "prompts": [""]}
+    async with served(header_timeout_s=0.5, body_timeout_s=0.5) as server, httpx.AsyncClient() as http:
+        for _ in range(3):
+            assert (await http.post(f"{server.http_url}/get_reward", json=body)).status_code == 200
+            await asyncio.sleep(0.7)  # longer than the header timeout: idle time is not header time
+
+
+async def test_connections_beyond_the_cap_are_closed_at_once() -> None:
+    async with served(max_connections=4) as server:
+        held = [await asyncio.open_connection("127.0.0.1", server.http_port) for _ in range(4)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
+        assert (await _closed_within(reader, 5)).startswith(b"HTTP/1.1 503")
+        writer.close()
+        for _, held_writer in held:
+            held_writer.close()
