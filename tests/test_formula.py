@@ -51,3 +51,22 @@ def test_runtime_problems_are_errors_not_values() -> None:
         Formula("a / b", {"a", "b"})({"a": 1.0, "b": 0.0})
     with pytest.raises(FormulaError, match="gave"):
         Formula("a * b", {"a", "b"})({"a": 1e308, "b": 1e308})
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("1e400 + rules", "not a finite number"),
+        ("rules/0", "never gives a finite number"),
+        ("rules/(rules-rules)", "division by zero"),
+        ("1e308*10 - rules", "never gives a finite number"),
+        ("max(rules, 1e999)", "not a finite number"),
+    ],
+)
+def test_formulas_that_can_never_evaluate_are_refused_when_loaded(text: str, needle: str) -> None:
+    with pytest.raises(FormulaError, match=needle):
+        Formula(text, {"rules"})
+
+
+def test_formulas_that_fail_only_at_some_values_are_allowed() -> None:
+    assert Formula("1 / rules", {"rules"})({"rules": 4.0}) == 0.25  # rules == 0 fails at run time only

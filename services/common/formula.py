@@ -3,6 +3,10 @@
 The gateway's reward recipes and the judge's `multi` rubrics both use them. The text is
 parsed once with `ast` and compiled into closures over a whitelist of nodes (numbers,
 names, + - * /, unary minus, min/max/abs/clip), so a config file can never run code.
+
+A formula that can never give a finite number (`1e400 + rules`, `rules/0`, `a/(a-a)`) is
+refused when it is loaded, so a service does not start and then fail every sample: constant
+parts are folded and checked, and the whole is tried at a few points.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class FormulaError(ValueError):
 
 
 MAX_LENGTH = 1000
+# Values tried for every name at load time: a formula that fails at all of them is refused.
+_PROBES = (1.0, 0.5, 0.0, -1.0, 2.0, 0.25, -0.5, 10.0)
 
 
 class Formula:
@@ -54,6 +60,26 @@ class Formula:
         self.names: set[str] = set()
         self._allowed = names
         self._evaluate = self._compile(tree.body)
+        self._check_evaluable()
+
+    def _check_evaluable(self) -> None:
+        """Refuse a formula that gives no finite number at any probe point (names set alike and apart)."""
+        names = sorted(self.names)
+        points = [dict.fromkeys(names, v) for v in _PROBES]
+        points += [
+            {n: _PROBES[(i + k) % len(_PROBES)] for i, n in enumerate(names)} for k in range(len(_PROBES))
+        ]
+        problems: set[str] = set()
+        for point in points:
+            try:
+                self(point)
+            except FormulaError as exc:
+                problems.add(str(exc))
+                continue
+            return
+        raise FormulaError(
+            f"formula {self.text!r} never gives a finite number: {'; '.join(sorted(problems))}"
+        )
 
     def __call__(self, values: Mapping[str, float]) -> float:
         try:
@@ -73,6 +99,8 @@ class Formula:
             and not isinstance(node.value, bool)
         ):
             constant = float(node.value)
+            if not math.isfinite(constant):
+                raise FormulaError(f"formula {self.text!r}: {ast.unparse(node)} is not a finite number")
             return lambda _: constant
         if isinstance(node, ast.Name):
             name = node.id
