@@ -12,10 +12,19 @@ from grpc_reflection.v1alpha import reflection
 from arbiter.v1 import reward_pb2 as pb
 from services.common.auth import GrpcAuthInterceptor
 from services.common.engine import ScoringEngine
-from services.common.logs import new_request_id, request_id_var
+from services.common.logs import bounded_request_id, request_id_var
 from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RewardService"].full_name
+MAX_METADATA_BYTES = 16 * 1024  # all metadata of one call (gRPC's own default, made explicit)
+
+
+def _metadata_request_id(context: grpc.aio.ServicerContext) -> str:
+    """The x-request-id metadata value, without building a map of every entry the client sent."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id":
+            return value if isinstance(value, str) else ""
+    return ""
 
 
 class RewardServicer:
@@ -33,8 +42,7 @@ class RewardServicer:
         return await self.Score(request, context)
 
     async def Score(self, request: pb.ScoreRequest, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
-        metadata = dict(context.invocation_metadata() or ())
-        request_id = request.request_id or str(metadata.get("x-request-id", "")) or new_request_id()
+        request_id = bounded_request_id(request.request_id or _metadata_request_id(context))
         token = request_id_var.set(request_id)
         metrics = self.engine.metrics
         started = time.monotonic()
@@ -81,6 +89,9 @@ def build_grpc_server(
             ("grpc.max_receive_message_length", limit),
             ("grpc.max_send_message_length", limit),
             ("grpc.so_reuseport", 0),
+            # Metadata is parsed before any handler runs: keep it to what a client needs.
+            ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
         ],
     )
     servicer = RewardServicer(engine)

@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from services.common.auth import OPEN_HTTP_PATHS, authorized
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
-from services.common.logs import new_request_id, request_id_var
+from services.common.logs import bounded_request_id, request_id_var
 from services.common.openrlhf import PROMPT_MISMATCH_KEY, BodyError, merge_results, to_response, to_samples
 
 Scope = MutableMapping[str, Any]
@@ -46,7 +46,7 @@ class KitMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or new_request_id()
+        request_id = bounded_request_id(headers.get(b"x-request-id", b"")[:256].decode("latin-1"))
         token = request_id_var.set(request_id)
         path = scope.get("path", "")
         endpoint = path if path in _KNOWN_PATHS else "other"
@@ -169,7 +169,7 @@ def build_http_app(
                 f"{server.max_samples_per_request} (max_samples_per_request)",
             )
         if request.request_id:
-            request_id_var.set(request.request_id)
+            request_id_var.set(bounded_request_id(request.request_id))
         results = await engine.score(request.samples, request.timeout_s or None)
         payload = ScoreResponse(results=results, grader=engine.info, request_id=request_id_var.get())
         # Every sample shed by a full queue: say so at the HTTP level too, so clients back off.

@@ -21,6 +21,16 @@ def new_request_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+MAX_REQUEST_ID = 64
+
+
+def bounded_request_id(presented: str) -> str:
+    """A client's request id as the service keeps it: printable ASCII, at most MAX_REQUEST_ID
+    characters (it is echoed back and written in every log line), or a fresh id when none is left."""
+    kept = "".join(c for c in presented[: MAX_REQUEST_ID * 4] if " " < c <= "~")[:MAX_REQUEST_ID]
+    return kept or new_request_id()
+
+
 class _RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
