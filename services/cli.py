@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from services import catalog
 from services.common.auth import AuthConfigError
@@ -158,6 +159,7 @@ def score(
     """Score an eval set; resumable (rerun the same command after a crash); writes summary and report."""
     from services.evaluate.columns import ColumnMap
     from services.evaluate.job import Backend, score_job
+    from services.evaluate.outfiles import UnsafeOutput
     from services.evaluate.outputs import default_report_path, default_summary_path
     from services.evaluate.readers import InputError, detect_format
     from services.evaluate.runner import RunConflict, RunPlan
@@ -197,11 +199,11 @@ def score(
                 report_path=None if no_report else report_path or default_report_path(output),
             )
         )
-    except (InputError, RunConflict) as exc:
-        err.print(f"[red]{exc}[/red]")
+    except (InputError, RunConflict, UnsafeOutput) as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from exc
     except ScoringAborted as exc:
-        err.print(f"[red]{exc}[/red]; rerun the same command to resume")
+        err.print(f"[red]{escape(str(exc))}[/red]; rerun the same command to resume")
         raise typer.Exit(1) from exc
     if summary["rows"] == 0:
         raise typer.Exit(1)
@@ -220,7 +222,7 @@ def compare(
     try:
         run_compare(run_a, run_b, Console(), html, json_path)
     except (ValueError, KeyError) as exc:
-        err.print(f"[red]cannot compare:[/red] {exc}")
+        err.print(f"[red]cannot compare:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
 
 
@@ -261,11 +263,20 @@ def rm_eval(
         Path | None, typer.Option("--output", "-o", help="JSONL, one line per scored pair")
     ] = None,
     summary: Annotated[Path | None, typer.Option(help="JSON file with the report")] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="replace the --output / --summary of an earlier rm-eval")
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Pairwise accuracy of the reward model (chosen strictly above rejected), overall and per subset."""
-    from services.reward_rm.rm_eval import rm_eval_command
+    from services.evaluate.outfiles import UnsafeOutput
+    from services.reward_rm.rm_eval import check_rm_eval_files, rm_eval_command
 
+    try:
+        check_rm_eval_files(input_path, output, summary, overwrite)
+    except UnsafeOutput as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from exc
     report = rm_eval_command(
         input_path,
         checkpoint=checkpoint,
@@ -277,6 +288,7 @@ def rm_eval(
         batch_pairs=batch,
         output=output,
         json_summary=summary,
+        overwrite=overwrite,
     )
     if report.overall.pairs == 0:
         raise typer.Exit(1)

@@ -19,7 +19,9 @@ from services.evaluate import plots
 from services.evaluate.columns import ColumnMap
 from services.evaluate.manifest import read_manifest
 from services.evaluate.metrics import OVERALL, Aggregate, aggregate
+from services.evaluate.outfiles import Target, check_targets, html_titled, json_object_with, write_text_atomic
 from services.evaluate.report import metrics_table, page
+from services.evaluate.strict_json import dumps
 
 _HEADLINE = ("rows", "mean_reward", "mean_score", "pass@1", "accuracy", "errors", "timeouts")
 
@@ -173,6 +175,15 @@ def render(diff: dict[str, Any], a: dict[str, Any], b: dict[str, Any], names: tu
 def run_compare(
     path_a: Path, path_b: Path, console: Console, html_path: Path | None, json_path: Path | None
 ) -> dict[str, Any]:
+    targets = [
+        Target(path, what, owned)
+        for path, what, owned in (
+            (html_path, "--html report", html_titled("arbiter compare")),
+            (json_path, "--json file", lambda p: json_object_with(p, ("ks", "sections"))),
+        )
+        if path is not None
+    ]
+    check_targets(targets, [path_a, path_b], "arbiter compare")
     a, agg_a = load_run(path_a)
     b, agg_b = load_run(path_b)
     diff = compare(a, b)
@@ -181,7 +192,7 @@ def run_compare(
     names = (path_a.name, path_b.name) if path_a.name != path_b.name else (str(path_a), str(path_b))
     print_comparison(diff, names, console)
     if html_path is not None:
-        html_path.write_text(render(diff, a, b, names), encoding="utf-8")
+        write_text_atomic(html_path, render(diff, a, b, names))
     if json_path is not None:
-        json_path.write_text(json.dumps(diff, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(json_path, dumps(diff, indent=2) + "\n")
     return diff

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from services.evaluate.outputs import summarize, write_outputs
-from services.evaluate.runner import RunOutcome, RunPlan, run, run_local
+from services.evaluate.runner import RunOutcome, RunPlan, check_score_files, run, run_local
 from services.evaluate.scorers import EngineScorer, RemoteScorer
 from services.evaluate.tables import print_summary
 from services.settings import ArbiterSettings
@@ -67,6 +67,7 @@ async def score_job(
     summary_path: Path | None = None,
     report_path: Path | None = None,
 ) -> dict[str, Any]:
+    check_score_files(plan, summary_path, report_path)  # before any work: refuse what may not be written
     outcome = await _score(plan, backend, settings, console)
     summary, agg = summarize(plan, outcome, ks, threshold)
     write_outputs(summary, agg, summary_path, report_path)

@@ -1,7 +1,11 @@
 """The run manifest beside the output: which reward, input and columns produced these rows.
 
 A restart resumes only when the manifest matches, so one output never mixes two rewards or two
-inputs. The manifest is written atomically before the first row.
+inputs. The manifest is written atomically before the first row. It is `OUT.run.json` beside
+`OUT.summary.json` and `OUT.report.html` (for `-o OUT.jsonl`), as the README says; runs started
+by older versions wrote `OUT.jsonl.run.json`, which is still read so they resume. The manifest
+names its output, so two outputs sharing a stem (`x.jsonl`, `x.ndjson`) never take each
+other's manifest, and it is what marks an output as arbiter's own (see outfiles).
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ FORMAT_VERSION = 1
 
 
 def manifest_path(output: Path) -> Path:
+    return output.with_name(output.stem + ".run.json")
+
+
+def legacy_manifest_path(output: Path) -> Path:
+    """Where versions before the README's name wrote the manifest (still read to resume)."""
     return output.with_name(output.name + ".run.json")
 
 
@@ -30,7 +39,12 @@ def file_digest(path: Path) -> str:
 
 
 def build_manifest(
-    grader: GraderInfo, input_path: Path, input_format: str, columns: dict[str, Any], source: str
+    grader: GraderInfo,
+    input_path: Path,
+    input_format: str,
+    columns: dict[str, Any],
+    source: str,
+    output_name: str = "",
 ) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
@@ -38,6 +52,7 @@ def build_manifest(
         "source": source,  # "in-process", "ray" or the deployment's URL: informative, not compared
         "input": {"path": str(input_path), "format": input_format, "sha256": file_digest(input_path)},
         "columns": columns,
+        "output": output_name,
     }
 
 
@@ -56,18 +71,35 @@ def mismatch(previous: dict[str, Any], current: dict[str, Any]) -> str | None:
     return None
 
 
-def read_manifest(output: Path) -> dict[str, Any] | None:
+def load_manifest_file(path: Path) -> dict[str, Any] | None:
+    """The manifest at `path`, or None when there is none or it is not one of ours."""
+    if path.is_symlink():
+        return None
     try:
-        data = json.loads(manifest_path(output).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "format_version" not in data or "grader" not in data:
+        return None
+    return data
+
+
+def read_manifest(output: Path) -> dict[str, Any] | None:
+    """The manifest of `output`: `OUT.run.json` when it names this output, else the legacy name."""
+    current = load_manifest_file(manifest_path(output))
+    if current is not None and current.get("output", output.name) == output.name:
+        return current
+    return load_manifest_file(legacy_manifest_path(output))
 
 
 def write_manifest(output: Path, manifest: dict[str, Any]) -> None:
     path = manifest_path(output)
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # never write through a link left at the temporary name
     tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     with tmp.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+    legacy = legacy_manifest_path(output)
+    if legacy != path and load_manifest_file(legacy) is not None:
+        legacy.unlink()  # a fresh start: the old name must not describe these rows any more

@@ -4,10 +4,20 @@ A sample is correct when its status is OK and its score reaches the threshold (0
 score 1). Samples of one prompt are grouped by the prompt-id column (default: the prompt
 text) within a datasource.
 
-maj@k votes over the first k samples of each prompt with at least k. Every correct sample votes
-for "the reference" (all are equivalent to it, hence to one another, however written); an
-incorrect one votes for the row's answer column (`--answer-key`), else the grader's
-`prediction` (the normalised answer it read), else its result detail.
+Rows without a group: an INVALID_INPUT row with no prompt id (a line that is not JSON, a row
+without the response column and no id) is *unusable*: it is counted in `rows`, `statuses` and
+`errors` and as `unusable_rows`, and left out of everything else (means, pass@k, maj@k), so a
+broken line never becomes a fake problem that nobody solved. Any other row with no prompt id
+and no prompt is its own problem (one sample: it counts for pass@1 only) and the summary warns
+that pass@k for k > 1 needs `--prompt-id-key`.
+
+maj@k is order-free: the expected majority vote of k samples drawn without replacement from
+the prompt's n (exact, over all C(n, k) subsets; a tie between the top answers counts as the
+share a random tie-break gives the correct one). Row order never changes it; with k = n it is
+the plain majority of all samples. Every correct sample votes for "the reference" (all are
+equivalent to it, hence to one another, however written); an incorrect one votes for the row's
+answer column (`--answer-key`), else the grader's `prediction` (the normalised answer it read),
+else its result detail.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +58,48 @@ def majority_correct(votes: Sequence[tuple[str, bool]]) -> bool:
     return sum(group) * 2 >= len(group)
 
 
+@lru_cache(maxsize=8192)
+def expected_majority(correct: int, wrong: tuple[int, ...], k: int) -> float:
+    """Chance that the majority of k samples, drawn without replacement, is the correct answer.
+
+    `correct` samples share the correct answer; `wrong[i]` samples share wrong answer i. Exact:
+    for each count x of correct samples drawn, count the ways to draw the other k - x so that no
+    wrong answer gets more than x (answers with fewer than x samples never can; the others go
+    through a small dynamic program that also counts the wrong answers tied at x, each tie
+    splitting the win evenly). Exact integers throughout, one float at the end.
+    """
+    n = correct + sum(wrong)
+    if not 0 < k <= n:
+        raise ValueError(f"need 0 < k <= n (n={n}, k={k})")
+    total = Fraction(0)
+    for x in range(1, min(correct, k) + 1):
+        rest = k - x
+        small = sum(w for w in wrong if w < x)  # can never reach x: any draw of them is fine
+        ways: dict[tuple[int, int], int] = {(0, 0): 1}  # (drawn so far, answers tied at x) -> ways
+        for w in (w for w in wrong if w >= x):
+            step: defaultdict[tuple[int, int], int] = defaultdict(int)
+            for (drawn, ties), count in ways.items():
+                for y in range(min(x, rest - drawn) + 1):
+                    step[drawn + y, ties + (y == x)] += count * math.comb(w, y)
+            ways = step
+        share = sum(
+            (
+                Fraction(count * math.comb(small, rest - drawn), ties + 1)
+                for (drawn, ties), count in ways.items()
+            ),
+            Fraction(0),
+        )
+        total += math.comb(correct, x) * share
+    return float(total / math.comb(n, k))
+
+
+def majority_at_k(votes: Sequence[tuple[str, bool]], k: int) -> float:
+    """Order-free maj@k of one prompt's votes (see expected_majority)."""
+    counts = Counter(key for key, _ in votes)
+    correct = counts.pop(_CORRECT_VOTE, 0)
+    return expected_majority(correct, tuple(sorted(counts.values())), k)
+
+
 def default_ks(largest_group: int) -> list[int]:
     ks = [1]
     while ks[-1] * 2 <= largest_group:
@@ -60,6 +114,7 @@ class Group:
     """Running totals of one datasource (or of all rows)."""
 
     rows: int = 0
+    unusable: int = 0  # INVALID_INPUT rows with no prompt id: in rows and statuses only
     reward_sum: float = 0.0
     score_sum: float = 0.0
     correct: int = 0
@@ -78,11 +133,17 @@ class Group:
                 self.log_sums[key] += float(value)
         self.prompts.setdefault(prompt_id, []).append((vote, ok))
 
+    def add_unusable(self, record: dict[str, Any]) -> None:
+        self.rows += 1
+        self.unusable += 1
+        self.statuses[str(record.get("status", "?"))] += 1
+
     def metrics(self, ks: Sequence[int]) -> dict[str, Any]:
-        n = max(self.rows, 1)
+        n = max(self.rows - self.unusable, 1)
         groups = list(self.prompts.values())
         out: dict[str, Any] = {
             "rows": self.rows,
+            "unusable_rows": self.unusable,
             "prompts": len(groups),
             "mean_reward": self.reward_sum / n,
             "mean_score": self.score_sum / n,
@@ -98,7 +159,7 @@ class Group:
         for k in ks:
             eligible = [g for g in groups if len(g) >= k]
             passes = (pass_at_k(len(g), sum(ok for _, ok in g), k) for g in eligible)
-            majority = (float(majority_correct(g[:k])) for g in eligible)
+            majority = (majority_at_k(g, k) for g in eligible)
             out["pass@k"][str(k)] = {"value": _mean(passes), "prompts": len(eligible)}
             out["maj@k"][str(k)] = {"value": _mean(majority), "prompts": len(eligible)}
         return out
@@ -118,14 +179,27 @@ class Aggregate:
     groups: dict[str, Group] = field(default_factory=lambda: {OVERALL: Group()})
     rewards: list[float] = field(default_factory=list)
     lengths: list[float] = field(default_factory=list)  # response characters, beside `rewards`
+    seen: int = 0  # rows added, unusable ones included
+    without_id: int = 0  # usable rows that had no prompt id and no prompt: each its own problem
 
     def add(self, record: dict[str, Any]) -> None:
+        self.seen += 1
         ok = record.get("status") == "OK" and float(record.get("score", 0.0)) >= self.threshold
         datasource = record.get(self.columns.datasource)
+        has_source = isinstance(datasource, str) and bool(datasource)
         datasource = datasource if isinstance(datasource, str) and datasource else "default"
         id_column = self.columns.prompt_id or self.columns.prompt
         raw_id = record.get(id_column)
-        prompt_id = raw_id if isinstance(raw_id, str) else json.dumps(raw_id, sort_keys=True, default=str)
+        if raw_id is None or raw_id == "":
+            if record.get("status") == "INVALID_INPUT":  # a broken row: never a problem of its own
+                self.groups[OVERALL].add_unusable(record)
+                if has_source:
+                    self.groups.setdefault(datasource, Group()).add_unusable(record)
+                return
+            self.without_id += 1
+            prompt_id = f"\x00row {self.seen}"  # no way to know its siblings: a problem of its own
+        else:
+            prompt_id = raw_id if isinstance(raw_id, str) else json.dumps(raw_id, sort_keys=True, default=str)
         vote = self._vote(record, ok)
         self.groups[OVERALL].add(f"{datasource}\x00{prompt_id}", vote, ok, record)
         self.groups.setdefault(datasource, Group()).add(prompt_id, vote, ok, record)
@@ -143,6 +217,23 @@ class Aggregate:
                 return str(value)
         return str(record.get("detail", ""))
 
+    def warnings(self) -> list[str]:
+        """What a reader of the numbers must know: rows left out, rows that could not be grouped."""
+        out = []
+        unusable = self.groups[OVERALL].unusable
+        if unusable:
+            out.append(
+                f"{unusable} unusable row(s) (INVALID_INPUT, no prompt id) left out of the means, "
+                "pass@k and maj@k; they are counted in statuses and errors"
+            )
+        if self.without_id:
+            column = self.columns.prompt_id or self.columns.prompt
+            out.append(
+                f"{self.without_id} row(s) have no {column!r} to group them by: each is its own problem, "
+                "so pass@k and maj@k for k > 1 leave them out; pass --prompt-id-key to group samples"
+            )
+        return out
+
     def ks(self, requested: Sequence[int] | None) -> list[int]:
         if requested:
             return sorted(set(requested))
@@ -155,6 +246,8 @@ class Aggregate:
             "rows": self.groups[OVERALL].rows,
             "ks": ks,
             "correct_threshold": self.threshold,
+            "maj_at_k": "expected majority over all k-subsets of each prompt's samples (order-free)",
+            "warnings": self.warnings(),
             "overall": self.groups[OVERALL].metrics(ks),
             "by_datasource": {
                 name: group.metrics(ks) for name, group in sorted(self.groups.items()) if name != OVERALL

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from services.evaluate.metrics import Aggregate, aggregate
+from services.evaluate.outfiles import write_text_atomic
 from services.evaluate.report import write_report
 from services.evaluate.runner import RunOutcome, RunPlan
+from services.evaluate.strict_json import dumps
 
 
 def default_summary_path(output: Path) -> Path:
@@ -41,6 +42,6 @@ def write_outputs(
     summary: dict[str, Any], agg: Aggregate, summary_path: Path | None, report_path: Path | None
 ) -> None:
     if summary_path is not None:
-        summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(summary_path, dumps(summary, indent=2) + "\n")
     if report_path is not None:
         write_report(report_path, summary, agg)

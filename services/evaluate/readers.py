@@ -97,10 +97,27 @@ def _json(path: Path) -> Iterator[InputRow]:
         yield InputRow(index, index + 1, f"row {index + 1}", value)
 
 
+# Python's csv module refuses fields over 131,072 characters by default: long chain-of-thought
+# responses exceed that. 256 MiB holds any real field while still stopping a file with a stray
+# quote from swallowing the whole file into one field without bound.
+CSV_FIELD_LIMIT = 256 * 1024 * 1024
+
+
 def _csv(path: Path) -> Iterator[InputRow]:
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        csv.field_size_limit(CSV_FIELD_LIMIT)
     with path.open(encoding="utf-8", newline="") as handle:
-        for index, record in enumerate(csv.DictReader(handle)):
+        reader = csv.DictReader(handle)
+        index = 0
+        while True:
+            try:
+                record = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # the reader cannot continue past a malformed record
+                raise InputError(f"{path.name}: row {index + 1} is not valid CSV: {exc}") from exc
             yield InputRow(index, index + 1, f"row {index + 1}", dict(record))
+            index += 1
 
 
 def _parquet_file(path: Path) -> Any:

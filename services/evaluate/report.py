@@ -10,6 +10,7 @@ from typing import Any
 
 from services.evaluate import plots
 from services.evaluate.metrics import Aggregate
+from services.evaluate.outfiles import write_text_atomic
 
 MAX_POINTS = 3000  # scatter points; more only blurs the picture and bloats the file
 
@@ -45,6 +46,8 @@ def metrics_table(summary: dict[str, Any]) -> str:
             rows.append((f"pass@{k}", [m["pass@k"][str(k)]["value"] for m in sections.values()]))
             rows.append((f"maj@{k}", [m["maj@k"][str(k)]["value"] for m in sections.values()]))
     rows.append(("errors (non-OK)", [m["errors"] for m in sections.values()]))
+    if any(m.get("unusable_rows") for m in sections.values()):
+        rows.append(("unusable rows (left out)", [m.get("unusable_rows", 0) for m in sections.values()]))
     rows.append(("timeouts", [m["timeouts"] for m in sections.values()]))
     statuses = sorted({s for m in sections.values() for s in m["statuses"]})
     rows += [(f"status {s}", [m["statuses"].get(s, 0) for m in sections.values()]) for s in statuses]
@@ -99,10 +102,11 @@ def render(summary: dict[str, Any], agg: Aggregate) -> str:
     )
     figures = "".join(f'<div class="plot">{svg}</div>' for svg in run_plots(summary, agg))
     emergence = json.dumps(summary["overall"]["mean_logs"], indent=1)
+    warnings = "".join(f"<li>{html.escape(str(w))}</li>" for w in summary.get("warnings") or [])
     return page(
         title,
         [
-            ("Run", identity),
+            ("Run", identity + (f"<ul>{warnings}</ul>" if warnings else "")),
             ("Metrics", metrics_table(summary)),
             ("Plots", f'<div class="plots">{figures}</div>'),
             ("Emergence statistics (means over all rows)", f"<pre>{html.escape(emergence)}</pre>"),
@@ -111,4 +115,4 @@ def render(summary: dict[str, Any], agg: Aggregate) -> str:
 
 
 def write_report(path: Path, summary: dict[str, Any], agg: Aggregate) -> None:
-    path.write_text(render(summary, agg), encoding="utf-8")
+    write_text_atomic(path, render(summary, agg))

@@ -29,7 +29,15 @@ from rich.progress import (
 
 from services.common.contract import GraderInfo, Sample
 from services.evaluate.columns import ColumnMap, to_sample
-from services.evaluate.manifest import build_manifest, mismatch, read_manifest, write_manifest
+from services.evaluate.manifest import (
+    build_manifest,
+    load_manifest_file,
+    manifest_path,
+    mismatch,
+    read_manifest,
+    write_manifest,
+)
+from services.evaluate.outfiles import Target, check_targets, first_json_line, html_titled, json_object_with
 from services.evaluate.readers import Format, InputRow, count_rows, read_rows
 from services.evaluate.scorers import Scorer
 from services.evaluate.writer import AppendWriter, completed_rows
@@ -78,9 +86,51 @@ def _chunks(rows: Iterator[InputRow], size: int) -> Iterator[list[InputRow]]:
         yield chunk
 
 
+def _owned_output(path: Path) -> bool:
+    """An output is arbiter's when its manifest says so and its first row is a scored record."""
+    if read_manifest(path) is None:
+        return False
+    first = first_json_line(path)
+    if first is None:  # killed during the first write: a torn line, which resuming cuts
+        return b"\n" not in path.read_bytes()[: 1 << 16]
+    return isinstance(first, dict) and "reward" in first and "status" in first
+
+
+def score_targets(output: Path, summary: Path | None = None, report: Path | None = None) -> list[Target]:
+    """Every file `arbiter score` writes, with how to recognise its own copy of each."""
+    targets = [
+        Target(output, "output", _owned_output),
+        Target(manifest_path(output), "run record", lambda p: load_manifest_file(p) is not None),
+    ]
+    if summary is not None:
+        targets.append(
+            Target(summary, "summary", lambda p: json_object_with(p, ("overall", "by_datasource", "ks")))
+        )
+    if report is not None:
+        targets.append(Target(report, "report", html_titled("arbiter score")))
+    return targets
+
+
+def check_score_files(plan: RunPlan, summary: Path | None = None, report: Path | None = None) -> None:
+    """Refuse (UnsafeOutput) before any work: an input, a link, a file arbiter did not write."""
+    check_targets(score_targets(plan.output_path, summary, report), [plan.input_path], "arbiter score")
+    record = manifest_path(plan.output_path)
+    other = (load_manifest_file(record) or {}).get("output")
+    if isinstance(other, str) and other != plan.output_path.name and record.with_name(other).exists():
+        raise RunConflict(f"{record} is the run record of {other}; choose another --output name")
+
+
 def prepare(plan: RunPlan, grader: GraderInfo, source: str) -> tuple[int, dict[str, Any]]:
     """Rows to skip and the manifest; raises RunConflict when the output belongs to another run."""
-    manifest = build_manifest(grader, plan.input_path, plan.input_format, plan.columns.as_dict(), source)
+    check_score_files(plan)
+    manifest = build_manifest(
+        grader,
+        plan.input_path,
+        plan.input_format,
+        plan.columns.as_dict(),
+        source,
+        plan.output_path.name,
+    )
     previous = read_manifest(plan.output_path)
     if previous is not None and plan.output_path.exists() and not plan.overwrite:
         reason = mismatch(previous, manifest)

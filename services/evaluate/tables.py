@@ -42,9 +42,13 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     for k in summary["ks"]:
         if k > 1:
             row(f"maj@{k}", lambda m, k=k: _fmt(m["maj@k"][str(k)]["value"]))
+    if any(m.get("unusable_rows") for m in sections.values()):
+        row("unusable rows", lambda m: escape(str(m.get("unusable_rows", 0))))
     statuses = sorted({s for m in sections.values() for s in m["statuses"]})
     for status in statuses:
         row(escape(f"status {status}"), lambda m, s=status: escape(str(m["statuses"].get(s, 0))))
     for key in _SHOWN_LOGS:
         row(f"mean {key}", lambda m, key=key: f"{m['mean_logs'].get(key, 0.0):.3f}")
     console.print(table)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")

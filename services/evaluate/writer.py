@@ -6,11 +6,12 @@ input rows done; a restart truncates any partial last line and appends from ther
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from services.evaluate.strict_json import dumps
 
 
 def completed_rows(path: Path) -> int:
@@ -32,7 +33,8 @@ def completed_rows(path: Path) -> int:
 
 
 def encode(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "surrogateescape")
+    """One strict-JSON line (NaN / Infinity from the input are written as strings)."""
+    return (dumps(record) + "\n").encode("utf-8", "surrogateescape")
 
 
 class AppendWriter:
@@ -40,7 +42,9 @@ class AppendWriter:
 
     def __init__(self, path: Path, fresh: bool, durable: bool = False) -> None:
         self.durable = durable  # fsync each batch: survives power loss too, not just a killed process
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if fresh else 0), 0o644)
+        # O_NOFOLLOW: a symlink put at the output's name is refused, never written through.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if fresh else 0)
+        self._fd = os.open(path, flags, 0o644)
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         data = b"".join(encode(r) for r in records)

@@ -9,10 +9,11 @@ accuracy, so a broken model or file cannot pass for a bad one.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -20,6 +21,14 @@ from rich.table import Table
 
 from services.common.contract import Sample, Status
 from services.common.grader import Grader
+from services.evaluate.outfiles import (
+    Target,
+    check_targets,
+    first_json_line,
+    json_object_with,
+    write_text_atomic,
+)
+from services.evaluate.strict_json import dumps
 
 NO_SUBSET = "(none)"
 
@@ -131,6 +140,34 @@ def _rows(path: Path, keys: tuple[str, str, str, str], report: PairwiseReport) -
             )
 
 
+_RECORD_KEYS = ("line", "subset", "chosen_reward", "rejected_reward", "correct")
+
+
+def _owned_output(path: Path) -> bool:
+    first = first_json_line(path)
+    return isinstance(first, dict) and all(key in first for key in _RECORD_KEYS)
+
+
+def check_rm_eval_files(input_path: Path, output: Path | None, summary: Path | None, overwrite: bool) -> None:
+    """Refuse (UnsafeOutput) an output that is the input, a link, or a file rm-eval did not write;
+    an earlier rm-eval's files are replaced only with `overwrite`. Checked before the model loads."""
+    targets = [
+        Target(path, what, owned, replace=overwrite)
+        for path, what, owned in (
+            (output, "output", _owned_output),
+            (summary, "summary", lambda p: json_object_with(p, ("accuracy", "subsets", "invalid_rows"))),
+        )
+        if path is not None
+    ]
+    check_targets(targets, [input_path], "arbiter rm-eval")
+
+
+def _open_output(path: Path) -> IO[str]:
+    # O_NOFOLLOW: a link put at the name after the check is refused, never written through.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
 def _count_lines(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(1 for line in handle if line.strip())
@@ -147,11 +184,13 @@ async def evaluate_pairs(
     batch_pairs: int = 64,
     output: Path | None = None,
     console: Console | None = None,
+    overwrite: bool = False,
 ) -> PairwiseReport:
     """Score every pair with `grader`; `output` gets one JSON line per scored pair."""
+    check_rm_eval_files(path, output, None, overwrite)
     report = PairwiseReport()
     rows = _rows(path, (prompt_key, chosen_key, rejected_key, subset_key), report)
-    sink = output.open("w", encoding="utf-8") if output else None
+    sink = _open_output(output) if output else None
     progress = Progress(
         TextColumn("[bold]rm-eval[/bold]"),
         BarColumn(),
@@ -203,7 +242,7 @@ async def _score_batch(batch: list[_Pair], grader: Grader, report: PairwiseRepor
                 "rejected_reward": rejected.reward,
                 "correct": won,
             }
-            sink.write(json.dumps(record) + "\n")
+            sink.write(dumps(record) + "\n")
 
 
 def rm_eval_command(
@@ -217,6 +256,7 @@ def rm_eval_command(
     batch_pairs: int = 64,
     output: Path | None = None,
     json_summary: Path | None = None,
+    overwrite: bool = False,
 ) -> PairwiseReport:
     """`arbiter rm-eval`: the reward_rm settings (env/YAML; `checkpoint` overrides) on a pairs file."""
     import asyncio
@@ -232,6 +272,7 @@ def rm_eval_command(
         model_config = SettingsConfigDict(**{**KitSettings.model_config, "extra": "ignore"})
         reward_rm: RMServiceSettings = RMServiceSettings()
 
+    check_rm_eval_files(input_path, output, json_summary, overwrite)  # before the model loads
     settings = load_settings(_Settings, config).reward_rm
     if checkpoint:
         settings = settings.model_copy(update={"checkpoint": checkpoint})
@@ -251,6 +292,7 @@ def rm_eval_command(
                 batch_pairs=batch_pairs,
                 output=output,
                 console=console,
+                overwrite=overwrite,
             )
         finally:
             await grader.aclose()
@@ -258,5 +300,5 @@ def rm_eval_command(
     report = asyncio.run(run())
     report.print(console)
     if json_summary is not None:
-        json_summary.write_text(json.dumps(report.as_dict(), indent=2))
+        write_text_atomic(json_summary, dumps(report.as_dict(), indent=2) + "\n")
     return report

@@ -77,7 +77,7 @@ def test_scoring_against_a_deployment_matches_in_process(tmp_path: Path) -> None
     for name, done in runs.items():
         assert done.returncode == 0, done.stderr
         assert rewards(tmp_path / f"{name}.jsonl") == rewards(local)
-        manifest = json.loads((tmp_path / f"{name}.jsonl.run.json").read_text())
+        manifest = json.loads((tmp_path / f"{name}.run.json").read_text())
         assert manifest["grader"]["name"] == "math" and manifest["source"].startswith(("http", "grpc"))
 
 

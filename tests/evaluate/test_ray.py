@@ -41,4 +41,4 @@ def test_ray_scores_5000_rows_like_in_process(tmp_path: Path) -> None:
         (r["id"], r["reward"], r["status"], r["detail"]) for r in strip
     ]
     assert got == strip  # logs too (all rows are unique, so no cache flag differs)
-    assert json.loads((tmp_path / "ray.jsonl.run.json").read_text())["source"] == "ray"
+    assert json.loads((tmp_path / "ray.run.json").read_text())["source"] == "ray"

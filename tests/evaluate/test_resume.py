@@ -64,7 +64,7 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_pa
     reference_summary = json.loads((tmp_path / "reference.summary.json").read_text())
     assert summary["overall"] == reference_summary["overall"]
     assert summary["grader"]["name"] == "math" and summary["grader"]["config_hash"]
-    manifest = json.loads((tmp_path / "killed.jsonl.run.json").read_text())
+    manifest = json.loads((tmp_path / "killed.run.json").read_text())
     assert manifest["grader"]["config_hash"] == summary["grader"]["config_hash"]
 
 
