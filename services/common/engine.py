@@ -34,7 +34,7 @@ from services.common.contract import (
     Status,
 )
 from services.common.emergence import EmergenceStats
-from services.common.grader import NONDETERMINISTIC, Grader, HasMetrics, Startable
+from services.common.grader import NONDETERMINISTIC, Grader, HasFailureReward, HasMetrics, Startable
 from services.common.metrics import KitMetrics, RegistryForwarder
 from services.common.offload import maybe_off_loop
 from services.common.settings import EmergenceSettings, ServerSettings
@@ -184,7 +184,13 @@ class ScoringEngine:
         return final
 
     def fallback(self, status: Status, detail: str) -> Result:
-        return Result(reward=self.server.fallback_reward, score=0.0, status=status, detail=detail)
+        return Result(reward=self.failure_reward(), score=0.0, status=status, detail=detail)
+
+    def failure_reward(self) -> float:
+        """The configured fallback reward, or what the grader says a failure is worth."""
+        if isinstance(self.grader, HasFailureReward):
+            return self.grader.failure_reward(self.server.fallback_reward)
+        return self.server.fallback_reward
 
     def finish_fallback(self, sample: Sample | None, status: Status, detail: str) -> Result:
         """A fallback result for a sample that never reached the pipeline, with full logs."""
@@ -257,9 +263,7 @@ class ScoringEngine:
         logs[STATUS_KEYS[result.status]] = 1.0
         logs[CACHED_KEY] = 1.0 if cached else 0.0
         if result.status is not Status.OK:  # one fallback rule for every failure, whoever reports it
-            return result.model_copy(
-                update={"logs": logs, "reward": self.server.fallback_reward, "score": 0.0}
-            )
+            return result.model_copy(update={"logs": logs, "reward": self.failure_reward(), "score": 0.0})
         return result.model_copy(update={"logs": logs})
 
     def _forget(self, key: str | None) -> Callable[[asyncio.Future[Result]], None]:

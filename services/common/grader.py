@@ -55,6 +55,18 @@ class Startable(Protocol):
     async def start(self) -> None: ...
 
 
+@runtime_checkable
+class HasFailureReward(Protocol):
+    """Optional: a grader whose failures are worth something else than the configured constant.
+
+    The kit gives a failed sample `failure_reward(configured)` instead of `configured`
+    (`fallback_reward`). A reward model's rewards have no fixed scale, so a constant may sit
+    above them and make a failure a gain; it answers the lowest reward it gave lately.
+    """
+
+    def failure_reward(self, configured: float) -> float: ...
+
+
 def config_hash(config: BaseModel | dict[str, Any]) -> str:
     """A short stable hash of a grader's effective configuration."""
     data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config

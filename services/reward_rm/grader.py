@@ -11,6 +11,7 @@ normalization).
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -68,6 +69,8 @@ class RMGrader(GraderBase):
         )
         self._builder: InputBuilder | None = None
         self._starting: asyncio.Lock | None = None
+        self._recent: collections.deque[float] = collections.deque(maxlen=settings.floor_window)
+        self._floor: float | None = None  # min(self._recent), kept up to date lazily
 
     @property
     def normalize(self) -> bool:
@@ -130,6 +133,19 @@ class RMGrader(GraderBase):
         if self.backend is not None:
             await self.backend.aclose()
 
+    def failure_reward(self, configured: float) -> float:
+        """What a sample that could not be scored gets (the kit asks; see HasFailureReward).
+
+        An RM's rewards have no fixed scale: a constant 0.0 can sit above all of them, and then
+        any failure a response can cause is a gain. The floor (the lowest reward of the last
+        `floor_window` scored samples) never is. Before the first scored sample, `configured`.
+        """
+        if self.settings.failure_reward == "fixed" or not self._recent:
+            return configured
+        if self._floor is None:
+            self._floor = min(self._recent)
+        return self._floor
+
     # -- helpers ------------------------------------------------------------------------
 
     def _result(self, value: float, normalized: bool, item: Encoded) -> Result:
@@ -144,6 +160,7 @@ class RMGrader(GraderBase):
         logs = self._logs(item, raw if math.isfinite(raw) else 0.0)
         if not math.isfinite(reward):
             return self._failure(Status.GRADER_ERROR, f"the reward model produced {value}", item)
+        self._observe(reward)
         detail = f"{item.input_tokens} tokens"
         if item.truncated:
             kept = _KEPT[self.settings.truncation_side]
@@ -158,6 +175,13 @@ class RMGrader(GraderBase):
     def _failure(self, status: Status, detail: str, item: Encoded | None = None) -> Result:
         logs = self._logs(item, 0.0) if item is not None else dict.fromkeys(LOG_KEYS, 0.0)
         return Result(reward=0.0, score=0.0, status=status, detail=detail, logs=logs)
+
+    def _observe(self, reward: float) -> None:
+        if len(self._recent) == self._recent.maxlen and self._recent[0] == self._floor:
+            self._floor = None  # the floor leaves the window: recomputed when next asked
+        self._recent.append(reward)
+        if self._floor is not None and reward < self._floor:
+            self._floor = reward
 
     @staticmethod
     def _logs(item: Encoded | None, raw: float) -> dict[str, float]:

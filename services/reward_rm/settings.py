@@ -88,6 +88,13 @@ class RMServiceSettings(ServerSettings):
     )
     value_head_prefix: str = Field(default="", description="override the checkpoint's value_head_prefix")
     activation: Literal["none", "sigmoid"] = Field(default="none", description="applied after normalization")
+    failure_reward: Literal["floor", "fixed"] = Field(
+        default="floor",
+        description="what a sample the RM could not score gets: floor = the lowest reward of the last "
+        "`floor_window` scored samples (a failure is never a gain; fallback_reward until one is scored); "
+        "fixed = fallback_reward",
+    )
+    floor_window: int = Field(default=4096, ge=1, description="scored samples the floor is taken over")
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
 
     @model_validator(mode="before")
