@@ -1,7 +1,7 @@
 """Per-sandbox cgroup v1 memory and pids limits, and the kill/cleanup that goes with them.
 
 Every sandbox gets its own `memory` and `pids` cgroup under this process's own cgroups
-(`.../arbiter-code-<pid>/sb-<n>`), so a memory bomb is stopped by the kernel's OOM killer
+(`.../arbiter-code-<pid>-<m>/sb-<n>`), so a memory bomb is stopped by the kernel's OOM killer
 inside its group, a fork bomb by pids.max, and teardown can SIGKILL every process of the
 group, whatever namespace it lives in. Groups left behind by a grader that died are removed
 when the next one starts.
@@ -10,6 +10,7 @@ when the next one starts.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -127,11 +128,18 @@ class SandboxCgroup:
 
 
 class CgroupManager:
-    """Creates sandbox groups under this process's own memory and pids cgroups."""
+    """Creates sandbox groups under this process's own memory and pids cgroups.
+
+    Each manager has its own base group (`arbiter-code-<pid>-<n>`): two graders in one process
+    (a service and a test's, or a judge pool beside SandboxFusion) never remove each other's.
+    """
+
+    _instances = itertools.count(1)
 
     def __init__(self, memory_root: Path, pids_root: Path) -> None:
-        self.base_memory = memory_root / f"{_PREFIX}{os.getpid()}"
-        self.base_pids = pids_root / f"{_PREFIX}{os.getpid()}"
+        name = f"{_PREFIX}{os.getpid()}-{next(self._instances)}"
+        self.base_memory = memory_root / name
+        self.base_pids = pids_root / name
         self._counter = 0
         for root in (memory_root, pids_root):
             _remove_stale(root)
@@ -183,6 +191,6 @@ def _remove_stale(root: Path) -> None:
     """Removes groups of graders (this process's prefix) whose process is gone."""
     with contextlib.suppress(OSError):
         for base in root.glob(f"{_PREFIX}*"):
-            owner = base.name.removeprefix(_PREFIX)
+            owner = base.name.removeprefix(_PREFIX).partition("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _remove_tree(base)
