@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,7 +160,7 @@ def test_a_sandbox_that_cannot_start_is_a_grader_error_in_every_kind(
     assert all("Creating new namespace failed" in r.detail for r in results), [r.detail for r in results]
 
 
-def _report(grader: CodeGrader, program: str, tests: dict[str, object], budget_s: float) -> list[str]:
+def _report(grader: CodeGrader, program: str, tests: dict[str, Any], budget_s: float) -> list[str]:
     """Runs one sample's tests on the grader's real pool; the per-test outcomes, described."""
     grader._ensure_started()
     assert grader._pool is not None
