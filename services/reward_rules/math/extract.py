@@ -48,7 +48,7 @@ _ANCHOR = re.compile(
 )
 _GSM8K = re.compile(r"####\s*([^\n]+)")
 _NUMBER = re.compile(
-    r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?(?:\s*\\?%)?"
+    r"(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?(?:\s*\\?%)?"
     r"|-?\\[dt]?frac\{-?\d+\}\{\d+\}"
 )
 _MATH_SPAN = re.compile(
@@ -56,8 +56,9 @@ _MATH_SPAN = re.compile(
 )
 _PROSE_WORD = re.compile(r"(?<![\\a-zA-Z{])[a-zA-Z]{3,}")
 _SENTENCE_END = re.compile(
-    r"\.(?=\s|$)|\n|;|[。，；！？!?]|\s(?:because|since|so|which|as|where|when|therefore|thus|hence"
+    r"\.(?=\s|$)|\n|;|[。，；！？]|(?<!\\)[!?](?=\s|$)|\s(?:because|since|so|which|as|where|when|therefore|thus|hence"
     r"|car|parce|porque|pues|weil|denn)\s|,\s(?=[^\W\d_]{3})"
+    r"|\s\((?=since|because|as\s|which|from|by\s|using|i\.e|e\.g|note|check)"
 )
 # "... is 17": what a sentence says its subject is (the last copula in it).
 _COPULA = re.compile(
@@ -68,10 +69,13 @@ _COPULA = re.compile(
 # A number after these words is a circumstance ("in 3 months", "dans 3 mois"), not the answer.
 _CIRCUMSTANCE = re.compile(
     r"(?:^|[\s(])(?:in|within|after|before|during|every|per|dans|après|avant|pendant|durante|dentro\s+de|"
-    r"después\s+de|antes\s+de|nach|innerhalb|vor|через)\s+(?:the\s+|les\s+|los\s+|las\s+|den\s+)?$",
+    r"después\s+de|antes\s+de|nach|innerhalb|vor|через)\s+(?:the\s+|les\s+|los\s+|las\s+|den\s+)?$"
+    r"|(?:用了|花了|经过|过了|用時|に)\s*$",
     re.I,
 )
-_SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s|$)|\n")
+# Two letters in a script without spaces ("共有", "学生") make a short text prose, not an answer.
+_WORD_RUN = re.compile(r"[^\W\d_a-zA-Z]{2,}")
+_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?](?=\s|$)|[。！？]|\n")
 _CHOICE_REF = re.compile(r"^\s*\(?\s*([A-J])\s*\)?\s*[.:)]?\s*$")
 _CHOICE_PAREN_LOWER = re.compile(r"^\s*\(([a-j])\)\s*[.:]?\s*$")  # "(b)": a letter, not a variable
 _CHOICE_IN_TEXT = re.compile(r"(?:^|[\s(\[*{:])\(?([A-J])\)?(?=$|[\s).,:;*\]}])")
@@ -207,8 +211,10 @@ def _anchored(text: str, raw: bool = False) -> str | None:
 
 def _is_sentence(text: str) -> bool:
     """Prose that holds a value ("The smallest possible value of $k$ is 17"), not an answer."""
-    head = _PROSE_WORD.match(text) or re.match(r"[^\W\d_]{2,}", text)
-    return head is not None and re.search(r"\d", text) is not None and len(text.split()) >= 3
+    if _PROSE_WORD.match(text):
+        return re.search(r"\d|\$", text) is not None and len(text.split()) >= 3
+    # Scripts without spaces between words: "一共有 25 个".
+    return re.match(r"[^\W\d_a-zA-Z]{2,}", text) is not None and re.search(r"\d|\$", text) is not None
 
 
 def sentence_value(clause: str) -> str:
@@ -219,7 +225,7 @@ def sentence_value(clause: str) -> str:
     "after"... is a circumstance). A clause that is not prose comes back unchanged.
     """
     clause = clause.strip()
-    if not _is_sentence(_MATH_SPAN.sub("x", clause)):
+    if not _is_sentence(clause):
         return clause
     # Copulas inside math spans belong to the math (`$x = 3$`): search outside them.
     masked = _MATH_SPAN.sub(lambda m: "#" * len(m.group(0)), clause)
@@ -303,7 +309,11 @@ def extract_answer(response: str) -> Extraction | None:
         return Extraction(bold.group(1).strip(), source_prefix + "bold")
     stripped = text.strip()
     short = len(stripped) <= 60 and "\n" not in stripped
-    if short and len(_PROSE_WORD.findall(stripped)) < 2:
+    if short and len(_PROSE_WORD.findall(stripped)) < 2 and _WORD_RUN.search(stripped) is None:
+        spans = list(_MATH_SPAN.finditer(stripped))
+        if spans and _MATH_SPAN.sub("", stripped).strip(" ,.;:!") not in ("", "or", "and"):
+            # "So, $x = 5$.": the math is the answer, the connective word is not.
+            return Extraction(next(g for g in spans[-1].groups() if g is not None), source_prefix + "whole")
         return Extraction(stripped, source_prefix + "whole")
     found = _last_number_or_span(text)
     if found is not None:

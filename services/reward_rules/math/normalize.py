@@ -257,6 +257,16 @@ def _strip_units(text: str) -> str:
     return text
 
 
+_SMALL_NUMBERS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen",
+    "sixteen seventeen eighteen nineteen twenty",
+)
+_NUMBER_WORDS = {word: str(value) for value, word in enumerate(" ".join(_SMALL_NUMBERS).split(" "))} | {
+    word: str(10 * tens)
+    for tens, word in enumerate(("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), start=3)
+}
+
+
 def _is_unit(tail: str) -> bool:
     """A unit or counter word after a number, not a variable (`5 x` is 5x, `2 pi` is 2π)."""
     first = tail.strip().split(" ")[0].lower().strip(".")
@@ -302,7 +312,7 @@ def clean_answer(text: str) -> str:
     unit = _TRAILING_UNIT.match(text)
     if unit and _is_unit(unit.group("unit")):
         text = unit.group("head")
-    text = text.strip()
+    text = _NUMBER_WORDS.get(text.lower(), text).strip()
     if _COMMA_THOUSANDS.match(text):
         text = text.replace(",", "")
     elif _SPACE_THOUSANDS.match(text):

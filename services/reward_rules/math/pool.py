@@ -221,7 +221,8 @@ class _Slot:
                     if crashes >= 2:
                         pending.popleft()
                         # Two workers died on this answer: the answer did it, so it is a verdict.
-                        _settle(future, Outcome("too_costly", "answer crashed the grader twice: counted wrong"))
+                        crashed = Outcome("too_costly", "answer crashed the grader twice: counted wrong")
+                        _settle(future, crashed)
                         crashes = 0
                     break
                 if message is None:
