@@ -1,21 +1,24 @@
-"""The trainer side's one connection to the gateway: a gRPC channel per process.
+"""The trainer side's one connection to the gateway: a gRPC channel per process, and the outage policy.
 
 Rollout actors call reward functions from many threads at once (OpenRLHF runs
-`reward_func` through asyncio.to_thread); a sync gRPC channel is thread-safe and
-multiplexes them all over one HTTP/2 connection, where OpenRLHF's own HTTP client
-opens a new connection per sample. When the gateway cannot be reached in time the
-samples get the fallback reward and `trainer/unreachable = 1`, never an exception
-that would leave the trainer without a reward.
+`reward_func` through asyncio.to_thread, veRL on a thread pool); a sync gRPC channel is
+thread-safe and multiplexes them all over one HTTP/2 connection.
 
-Environment: ARBITER_GATEWAY (gRPC host:port, default 127.0.0.1:9100),
-ARBITER_GATEWAY_TIMEOUT_S (default 120), ARBITER_FALLBACK_REWARD (default 0),
-ARBITER_AUTH_TOKEN (when the gateway requires a bearer token).
+Outage policy (trainer/settings.py): a call that finds the gateway unreachable retries with
+a logged, capped back-off for at most ARBITER_GATEWAY_WAIT_S, then answers flagged
+fallbacks (`status/upstream_error = 1`, `trainer/unreachable = 1`, reward
+ARBITER_FALLBACK_REWARD). Once one call's wait ran out the connection is marked down and
+every call fails fast (one connection attempt, no wait) until the gateway answers again:
+an outage costs a batch one wait, not one wait per sample. A gateway that is reachable but
+slower than ARBITER_GATEWAY_TIMEOUT_S gives `status/timeout` fallbacks, not a retry that
+would double the stall. Never an exception that leaves the trainer without a reward.
+
+Every result comes back with exactly the adapters' key set (trainer/keys.py).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -23,76 +26,131 @@ from collections.abc import Sequence
 import grpc
 
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import Result, Sample, ScoreRequest, Status
+from services.common.contract import STATUS_KEYS, Result, Sample, ScoreRequest, Status
 from services.common.protoconv import request_to_pb, response_from_pb
+from trainer.keys import UNREACHABLE_KEY, adapter_keys, project
+from trainer.settings import AdapterSettings
 
 log = logging.getLogger(__name__)
 
-UNREACHABLE_KEY = "trainer/unreachable"
+__all__ = ["UNREACHABLE_KEY", "GatewayConnection", "connection"]
+
+FIRST_DELAY_S = 0.2
+MAX_DELAY_S = 5.0
+LOG_EVERY_S = 5.0  # retries of many threads share one warning per interval
 
 
 class GatewayConnection:
-    def __init__(
-        self, target: str, timeout_s: float = 120.0, fallback_reward: float = 0.0, token: str | None = None
-    ) -> None:
-        self.target = target
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
-        self.timeout_s = timeout_s
-        self.fallback_reward = fallback_reward
+    def __init__(self, settings: AdapterSettings) -> None:
+        self.settings = settings
+        self.target = settings.target
+        self.fallback_reward = settings.fallback_reward
+        self.log_keys = adapter_keys(settings.extra_log_keys)
+        self._metadata = (("authorization", f"Bearer {settings.token}"),) if settings.token else None
         self._channel = grpc.insecure_channel(
-            target,
+            settings.target,
             options=[
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
                 ("grpc.keepalive_time_ms", 30_000),
+                # Notice a gateway that came back within a couple of seconds, not gRPC's default 2 min.
+                ("grpc.initial_reconnect_backoff_ms", 200),
+                ("grpc.min_reconnect_backoff_ms", 200),
+                ("grpc.max_reconnect_backoff_ms", 2_000),
             ],
         )
         self._stub = pb_grpc.RewardServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._keys: tuple[str, ...] = ()  # learned from the first answer, for fallbacks
+        self._lock = threading.Lock()
+        self._down_since: float | None = None  # set when a wait ran out; cleared by an answer
+        self._last_warning = 0.0
+
+    @property
+    def down(self) -> bool:
+        return self._down_since is not None
 
     def score(self, samples: Sequence[Sample]) -> list[Result]:
-        """Results for `samples`, in order; the fallback (flagged) when the gateway stays unreachable."""
+        """Results for `samples`, in order, each with exactly `log_keys`; flagged fallbacks on failure."""
         if not samples:
             return []
-        request = request_to_pb(ScoreRequest(samples=list(samples), timeout_s=self.timeout_s))
-        deadline = time.monotonic() + self.timeout_s + 5.0
-        delay, last_error = 0.2, ""
+        request = request_to_pb(ScoreRequest(samples=list(samples), timeout_s=self.settings.timeout_s))
+        wait_until = time.monotonic() + (0.0 if self.down else self.settings.wait_s)
+        delay, attempt = FIRST_DELAY_S, 0
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
+            attempt += 1
             try:
                 reply = self._stub.Score(
-                    request, timeout=remaining, wait_for_ready=True, metadata=self._metadata
+                    request, timeout=self.settings.timeout_s + 5.0, metadata=self._metadata
                 )
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                last_error = (
-                    f"{getattr(code, 'name', code)}: {exc.details() if hasattr(exc, 'details') else exc}"
+                why = f"{getattr(code, 'name', code)}: {exc.details() if hasattr(exc, 'details') else exc}"
+                if code is not grpc.StatusCode.UNAVAILABLE:
+                    # Reached but refused or too slow: retrying would not help, or double the stall.
+                    status = (
+                        Status.TIMEOUT if code is grpc.StatusCode.DEADLINE_EXCEEDED else Status.UPSTREAM_ERROR
+                    )
+                    log.error(
+                        "arbiter gateway %s: %s; fallback rewards for %d samples",
+                        self.target,
+                        why,
+                        len(samples),
+                    )
+                    return self._fallbacks(
+                        len(samples), status, f"gateway {self.target}: {why}", reached=True
+                    )
+                left = wait_until - time.monotonic()
+                if left <= 0:
+                    return self._give_up(len(samples), why, attempt)
+                pause = min(delay, left)
+                self._warn(
+                    f"arbiter gateway {self.target} unreachable ({why}); retry {attempt} in "
+                    f"{pause:.1f} s, waiting at most {left:.0f} s more (ARBITER_GATEWAY_WAIT_S)"
                 )
-                if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    break  # the gateway refused the request: retrying will not help
-                time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-                delay = min(delay * 2, 5.0)
+                time.sleep(pause)
+                delay = min(delay * 2, MAX_DELAY_S)
                 continue
-            results = response_from_pb(reply).results
-            if results and not self._keys:
-                self._keys = tuple(results[0].logs)
-            return results
-        log.error(
-            "arbiter gateway %s unreachable (%s); fallback rewards for %d samples",
-            self.target,
-            last_error,
-            len(samples),
-        )
-        logs = {**dict.fromkeys(self._keys, 0.0), UNREACHABLE_KEY: 1.0}
-        detail = f"gateway {self.target} unreachable: {last_error or 'deadline passed'}"
-        return [
-            Result(
-                reward=self.fallback_reward, score=0.0, status=Status.UPSTREAM_ERROR, detail=detail, logs=logs
+            if self._down_since is not None:
+                with self._lock:
+                    if self._down_since is not None:
+                        log.warning(
+                            "arbiter gateway %s answers again after %.0f s",
+                            self.target,
+                            time.monotonic() - self._down_since,
+                        )
+                        self._down_since = None
+            return [
+                r.model_copy(update={"logs": project(r.logs, self.log_keys)})
+                for r in response_from_pb(reply).results
+            ]
+
+    def _give_up(self, count: int, why: str, attempts: int) -> list[Result]:
+        with self._lock:
+            first = self._down_since is None
+            if first:
+                self._down_since = time.monotonic()
+        if first:
+            log.error(
+                "arbiter gateway %s unreachable after %d attempts (%s): flagged fallback rewards "
+                "(trainer/unreachable = 1) until it answers again; calls fail fast meanwhile",
+                self.target,
+                attempts,
+                why,
             )
-            for _ in samples
-        ]
+        detail = f"gateway {self.target} unreachable: {why}"
+        return self._fallbacks(count, Status.UPSTREAM_ERROR, detail, reached=False)
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last_warning < LOG_EVERY_S:
+                return
+            self._last_warning = now
+        log.warning("%s", message)
+
+    def _fallbacks(self, count: int, status: Status, detail: str, reached: bool) -> list[Result]:
+        logs = project({STATUS_KEYS[status]: 1.0, UNREACHABLE_KEY: 0.0 if reached else 1.0}, self.log_keys)
+        result = Result(reward=self.fallback_reward, score=0.0, status=status, detail=detail, logs=logs)
+        return [result] * count
 
     def close(self) -> None:
         self._channel.close()
@@ -103,14 +161,9 @@ _connection: GatewayConnection | None = None
 
 
 def connection() -> GatewayConnection:
-    """The process's connection, made on first use from the environment."""
+    """The process's connection, made on first use from the environment (trainer/settings.py)."""
     global _connection
     with _lock:
         if _connection is None:
-            _connection = GatewayConnection(
-                os.environ.get("ARBITER_GATEWAY", "127.0.0.1:9100"),
-                float(os.environ.get("ARBITER_GATEWAY_TIMEOUT_S", "120")),
-                float(os.environ.get("ARBITER_FALLBACK_REWARD", "0")),
-                os.environ.get("ARBITER_AUTH_TOKEN") or None,
-            )
+            _connection = GatewayConnection(AdapterSettings.from_env())
         return _connection

@@ -4,7 +4,9 @@
     trainer = GRPOTrainer(..., reward_funcs=[arbiter_reward(label_column="answer")])
 
 One gateway call scores the whole batch. A sample the gateway could not grade (any
-status but OK) comes back as None, which TRL leaves out, instead of a fake zero.
+status but OK, the gateway unreachable included) comes back as None, which TRL reads as
+"unscorable" and leaves out, instead of a fake zero. The outage policy (how long a call
+waits for the gateway) is trainer/settings.py's ARBITER_GATEWAY_WAIT_S.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from services.common.auth import OPEN_HTTP_PATHS, authorized
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
 from services.common.logs import bounded_request_id, request_id_var
-from services.common.openrlhf import PROMPT_MISMATCH_KEY, BodyError, merge_results, to_response, to_samples
+from services.common.openrlhf import BodyError, OpenRLHFBatch
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -189,20 +189,24 @@ def build_http_app(
         except (ValueError, RecursionError) as exc:
             return _json(_error("invalid_json", f"body is not valid JSON: {exc}"), 400)
         try:
-            items = to_samples(data, engine.eos_markers)
+            batch = OpenRLHFBatch.parse(data, engine.eos_markers)
         except BodyError as exc:
             return _json(_error("invalid_body", str(exc)), 400)
-        if len(items) > server.max_samples_per_request:
+        if len(batch.items) > server.max_samples_per_request:
             return _json(
-                _error("too_many_samples", f"{len(items)} samples; limit {server.max_samples_per_request}"),
+                _error(
+                    "too_many_samples", f"{len(batch.items)} samples; limit {server.max_samples_per_request}"
+                ),
                 413,
             )
-        usable = [item.sample for item in items if item.sample is not None]
+        usable = batch.samples
         scored = await engine.score(usable) if usable else []
-        results = merge_results(
-            items, scored, lambda problem: engine.finish_fallback(None, Status.INVALID_INPUT, problem)
+        answer = batch.respond(
+            scored,
+            lambda problem: engine.finish_fallback(None, Status.INVALID_INPUT, problem),
+            engine.log_keys,
         )
-        return _json(to_response(results, [*engine.log_keys, PROMPT_MISMATCH_KEY]), info=engine.info)
+        return _json(answer, info=engine.info)
 
     @app.get("/v1/info", response_model=GraderInfo)
     async def info() -> Response:

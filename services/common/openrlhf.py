@@ -1,4 +1,9 @@
-"""OpenRLHF's remote-reward wire format, both ways.
+"""OpenRLHF's remote-reward wire format, both ways: the one OpenRLHF edge.
+
+Both ways into Arbiter from OpenRLHF go through `OpenRLHFBatch`: the HTTP `/get_reward`
+(services/common/http_app.py, scoring with the local engine) and the `reward_func` file
+(trainer/openrlhf_reward_func.py, scoring over gRPC). Each parses the body into a batch,
+scores `batch.samples` its own way, and answers `batch.respond(...)`.
 
 OpenRLHF crashes training on anything but 200 with finite floats, so nothing here
 raises for a per-sample problem: a bad item becomes an INVALID_INPUT result (the
@@ -13,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.common.contract import Result, Sample
+from services.common.contract import OpenRLHFRequest, Result, Sample
 from services.common.emergence import strip_eos
 
 PROMPT_MISMATCH_KEY = "input/prompt_mismatch"
@@ -34,8 +39,8 @@ class ParsedItem:
     prompt_mismatch: bool = False
 
 
-def parse_body(data: Any) -> list[Any]:
-    """Validate the outer shape; return the query list."""
+def parse_body(data: Any) -> OpenRLHFRequest:
+    """Validate the outer shape (with messages a person can act on); items are checked later."""
     if not isinstance(data, dict):
         raise BodyError('body must be a JSON object like {"query": [...], "prompts": [...], "labels": [...]}')
     query = data.get("query")
@@ -44,7 +49,7 @@ def parse_body(data: Any) -> list[Any]:
     for name in ("prompts", "labels"):
         if data.get(name) is not None and not isinstance(data[name], list):
             raise BodyError(f'"{name}" must be a list when present')
-    return query
+    return OpenRLHFRequest(query=query, prompts=data.get("prompts"), labels=data.get("labels"))
 
 
 def _label_text(label: Any) -> str | None:
@@ -95,10 +100,8 @@ def split_query(query: str, prompt: str, eos_markers: Sequence[str]) -> SplitQue
     return SplitQuery(query[:cut], stripped, matched, "stop" if had_eos else "length", eos_text)
 
 
-def to_samples(data: dict[str, Any], eos_markers: Sequence[str]) -> list[ParsedItem]:
-    query = parse_body(data)
-    prompts = data.get("prompts")
-    labels = data.get("labels")
+def to_samples(request: OpenRLHFRequest, eos_markers: Sequence[str]) -> list[ParsedItem]:
+    query, prompts, labels = request.query, request.prompts, request.labels
     items: list[ParsedItem] = []
     for index, text in enumerate(query):
         if not isinstance(text, str):
@@ -147,11 +150,44 @@ def merge_results(
     return results
 
 
-def to_response(results: Sequence[Result], log_keys: Sequence[str]) -> dict[str, Any]:
-    """`{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}` with the same keys per sample."""
-    keys = list(dict.fromkeys([*log_keys, *(k for r in results for k in r.logs)]))
+def to_response(results: Sequence[Result], log_keys: Sequence[str], exact: bool = False) -> dict[str, Any]:
+    """`{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}` with the same keys per sample.
+
+    `exact`: exactly `log_keys` (missing ones 0), for a caller that must answer the same keys on
+    every call whatever came back; else `log_keys` plus any other key a result carries.
+    """
+    keys = list(dict.fromkeys([*log_keys, *(() if exact else (k for r in results for k in r.logs))]))
     return {
         "rewards": [r.reward for r in results],
         "scores": [r.score for r in results],
         "extra_logs": {key: [r.logs.get(key, 0.0) for r in results] for key in keys},
     }
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRLHFBatch:
+    """One OpenRLHF request on its way through Arbiter: parse, score the usable samples, respond."""
+
+    items: tuple[ParsedItem, ...]
+
+    @classmethod
+    def parse(cls, data: Any, eos_markers: Sequence[str]) -> OpenRLHFBatch:
+        """Raises BodyError only when `data` is not an OpenRLHF body at all."""
+        return cls(tuple(to_samples(parse_body(data), eos_markers)))
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The usable samples, in order: what the caller scores."""
+        return [item.sample for item in self.items if item.sample is not None]
+
+    def respond(
+        self,
+        scored: Sequence[Result],
+        unusable: Callable[[str], Result],
+        log_keys: Sequence[str],
+        exact: bool = False,
+    ) -> dict[str, Any]:
+        """The OpenRLHF answer: `scored` (one per usable sample), `unusable(problem)` for the rest,
+        the prompt-mismatch flag on each; `log_keys` (see to_response) always present."""
+        results = merge_results(self.items, scored, unusable)
+        return to_response(results, [*log_keys, PROMPT_MISMATCH_KEY], exact)

@@ -1,4 +1,11 @@
-"""Which recipe grades a sample: the label names it, else the first matching route."""
+"""Which recipe grades a sample: the label names it, else the first matching route.
+
+A JSON label's `recipe` key names a recipe and its `grader` key names a grader (run alone,
+as a one-component recipe), so a recipe called like a grader (`math`) never shadows it.
+Route conditions are regex searches: `datasource: gsm8k|math` matches `openai/gsm8k` and
+`lighteval/MATH` (data-source names carry an org prefix and vary in case, so that one ignores
+case); anchor the regex (`^gsm8k$`) for an exact name.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +14,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.contract import Sample
-from services.gateway.settings import ComponentSpec, RecipeSpec, RouteSpec
+from services.common.saferegex import BoundedPattern
+from services.gateway.settings import ComponentSpec, LabelKind, RecipeSpec, RouteSpec
+
+# Keys of a JSON label that carry a reference answer (the math grader reads the same ones).
+REFERENCE_KEYS = ("answer", "reference", "solution")
 
 
 class RouteError(ValueError):
     """The sample names no known recipe or grader and no route matches it."""
 
 
+def label_kind(sample: Sample) -> LabelKind:
+    """`reference` when the label carries a reference answer (plain text, or JSON with an answer)."""
+    text = sample.label.strip()
+    if not text:
+        return "empty"
+    label = sample.label_json()
+    if label is None or any(label.get(key) not in (None, "") for key in REFERENCE_KEYS):
+        return "reference"
+    return "empty"  # a JSON object with nothing to compare against
+
+
 @dataclass(frozen=True)
 class _CompiledRoute:
     recipe: str
-    datasource: re.Pattern[str] | None
-    prompt: re.Pattern[str] | None
+    datasource: BoundedPattern | None
+    prompt: BoundedPattern | None
+    label: LabelKind | None
 
-    def matches(self, datasource: str, prompt: str) -> bool:
-        if self.datasource is not None and not self.datasource.fullmatch(datasource):
+    def matches(self, datasource: str, prompt: str, kind: LabelKind) -> bool:
+        if self.datasource is not None and not self.datasource.search(datasource):
+            return False
+        if self.label is not None and self.label != kind:
             return False
         return self.prompt is None or bool(self.prompt.search(prompt))
 
@@ -42,8 +67,9 @@ class Router:
         self._routes = [
             _CompiledRoute(
                 r.recipe,
-                re.compile(r.datasource) if r.datasource is not None else None,
-                re.compile(r.prompt_regex) if r.prompt_regex is not None else None,
+                BoundedPattern(r.datasource, ignore_case=True) if r.datasource is not None else None,
+                BoundedPattern(r.prompt_regex) if r.prompt_regex is not None else None,
+                r.label,
             )
             for r in routes
         ]
@@ -52,29 +78,39 @@ class Router:
     def route(self, sample: Sample) -> tuple[str, RecipeSpec]:
         label = sample.label_json()
         if label is not None:
-            named = label.get("recipe", label.get("grader"))
-            if isinstance(named, str):
-                return self._named(named)
+            recipe = label.get("recipe")
+            if isinstance(recipe, str):
+                return self._recipe(recipe)
+            grader = label.get("grader")
+            if isinstance(grader, str):
+                return self._grader(grader)
         datasource = datasource_of(sample)
+        kind = label_kind(sample)
         for route in self._routes:
-            if route.matches(datasource, sample.prompt):
+            if route.matches(datasource, sample.prompt, kind):
                 return route.recipe, self.recipes[route.recipe]
         raise RouteError(f"no route matches (datasource {datasource!r}); add a route without conditions")
 
-    def _named(self, name: str) -> tuple[str, RecipeSpec]:
+    def _recipe(self, name: str) -> tuple[str, RecipeSpec]:
         if name in self.recipes:
             return name, self.recipes[name]
-        if name in self.graders:
-            # A label naming a grader routes itself: a one-component recipe of that grader.
-            recipe = self._implicit.get(name)
-            if recipe is None:
-                recipe = RecipeSpec(components={implicit_component_name(name): ComponentSpec(grader=name)})
-                self._implicit[name] = recipe
-            return name, recipe
         raise RouteError(
-            f"label names {name!r}, which is neither a recipe ({', '.join(sorted(self.recipes))}) "
-            f"nor a grader ({', '.join(sorted(self.graders))})"
+            f"label names recipe {name!r}; recipes: {', '.join(sorted(self.recipes)) or 'none'} "
+            f"(graders, named by the label's `grader` key: {', '.join(sorted(self.graders)) or 'none'})"
         )
+
+    def _grader(self, name: str) -> tuple[str, RecipeSpec]:
+        """A label naming a grader routes itself: a one-component recipe of that grader alone."""
+        if name not in self.graders:
+            raise RouteError(
+                f"label names grader {name!r}; graders: {', '.join(sorted(self.graders)) or 'none'} "
+                f"(recipes, named by the label's `recipe` key: {', '.join(sorted(self.recipes)) or 'none'})"
+            )
+        recipe = self._implicit.get(name)
+        if recipe is None:
+            recipe = RecipeSpec(components={implicit_component_name(name): ComponentSpec(grader=name)})
+            self._implicit[name] = recipe
+        return name, recipe
 
 
 def implicit_component_name(name: str) -> str:

@@ -4,9 +4,10 @@
 gateway:
   services:                       # absent: graders run in this process (arbiter serve)
     reward_rules: {replicas: ["10.0.0.5:9101", "10.0.0.6:9101"]}
-  routes:                         # first match wins, for labels that do not name a grader
-    - {datasource: "gsm8k|math.*", recipe: math}
+  routes:                         # first match wins, for labels that do not name a grader or recipe
+    - {datasource: "gsm8k|math", recipe: math}    # searched: matches openai/gsm8k, hendrycks_math
     - {prompt_regex: "```python", recipe: code}
+    - {label: reference, recipe: math}            # any other plain reference answer
     - {recipe: default}           # no condition: the default
   recipes:
     math:
@@ -17,6 +18,10 @@ gateway:
       score: correct
       clip: [-1, 1]
 ```
+
+Without `routes`, a sample whose label carries a reference answer ("42", or a JSON object with
+`answer`) goes to the recipe `math` (when there is one) and everything else to `default`: a
+trainer's usual label column is a math reference unless the label or a route says otherwise.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.common.formula import Formula
+from services.common.saferegex import check_pattern
 from services.common.settings import ServerSettings
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -73,20 +79,27 @@ class RecipeSpec(_Config):
         return self
 
 
+# What a route's `label` condition asks of the sample's label (see routing.label_kind).
+LabelKind = Literal["reference", "empty"]
+
+
 class RouteSpec(_Config):
     recipe: str
-    datasource: str | None = Field(default=None, description="regex, full match on the sample's datasource")
+    datasource: str | None = Field(
+        default=None,
+        description="regex searched in the sample's datasource, ignoring case (gsm8k matches "
+        "openai/gsm8k); anchor it (^gsm8k$) for an exact name",
+    )
     prompt_regex: str | None = Field(default=None, description="regex searched in the prompt")
+    label: LabelKind | None = Field(
+        default=None,
+        description="reference: a plain non-empty label or a JSON label with an answer; empty: no label",
+    )
 
     @field_validator("datasource", "prompt_regex")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"bad regex {value!r}: {exc}") from exc
-        return value
+        return check_pattern(value) if value is not None else None  # refuses catastrophic patterns
 
 
 class RemoteService(_Config):
@@ -94,17 +107,26 @@ class RemoteService(_Config):
     auth_token_env: str = Field(default="", description="env var with the replicas' bearer token")
 
 
+# The embedded defaults: a plain reference answer is graded for correctness by the math grader
+# (its component is named like the grader, so the logs match a label naming `math` directly);
+# a sample without a reference gets the rule service's default (the format rules).
+DEFAULT_ROUTES = (RouteSpec(label="reference", recipe="math"), RouteSpec(recipe="default"))
+DEFAULT_RECIPES = {
+    "math": RecipeSpec(components={"math": ComponentSpec(grader="math")}, score="math"),
+    "default": RecipeSpec(components={"rules": ComponentSpec(grader="reward_rules")}),
+}
+
+
 class GatewayServiceSettings(ServerSettings):
     http_port: int = Field(default=8100, ge=0, le=65535, description="0 picks a free port")
     grpc_port: int = Field(default=9100, ge=-1, le=65535, description="0 picks a free port, -1 disables gRPC")
     deadline_s: float = Field(default=90.0, gt=0, description="per sample; well inside OpenRLHF's 180 s")
     services: dict[str, RemoteService] = Field(default_factory=dict)
-    routes: list[RouteSpec] = Field(default_factory=lambda: [RouteSpec(recipe="default")])
-    recipes: dict[str, RecipeSpec] = Field(
-        default_factory=lambda: {
-            "default": RecipeSpec(components={"rules": ComponentSpec(grader="reward_rules")})
-        }
+    routes: list[RouteSpec] = Field(
+        default_factory=lambda: list(DEFAULT_ROUTES),
+        description="default: reference answers to the recipe math (when there is one), the rest to default",
     )
+    recipes: dict[str, RecipeSpec] = Field(default_factory=lambda: dict(DEFAULT_RECIPES))
     health_interval_s: float = Field(default=2.0, gt=0)
     eject_after_failures: int = Field(default=2, ge=1)
     eject_cooldown_s: float = Field(default=10.0, ge=0)
@@ -112,6 +134,9 @@ class GatewayServiceSettings(ServerSettings):
 
     @model_validator(mode="after")
     def _routes_name_recipes(self) -> GatewayServiceSettings:
+        if "routes" not in self.model_fields_set and "math" not in self.recipes:
+            # Own recipes without a `math` one and no routes: the default routes lose the math route.
+            self.routes = [route for route in self.routes if route.recipe != "math"]
         for index, route in enumerate(self.routes):
             if route.recipe not in self.recipes:
                 raise ValueError(

@@ -1,73 +1,212 @@
-"""veRL and TRL adapters, and the trainer connection when the gateway is down."""
+"""veRL, TRL and OpenRLHF reward_func adapters against a real gateway on loopback.
+
+Plain reference answers on embedded defaults, the same keys on every call (outage or not),
+the outage policy, and the prompt veRL rows carry.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+import subprocess
+import sys
+import time
+from typing import Any
 
 import pytest
 
 import trainer.gateway
-from services import catalog
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.common.contract import Sample, Status
 from tests.helpers import free_port
+from tests.trainer.gateways import adapter_env, make_gateway
 from trainer.gateway import UNREACHABLE_KEY, GatewayConnection
+from trainer.keys import BASE_KEYS
+from trainer.settings import AdapterSettings
+
+RIGHT = "<think>2+3=5</think> The answer is \\boxed{5}"
+WRONG = "<think>2+3=6</think> The answer is \\boxed{6}"
 
 
-@pytest.fixture
-async def gateway(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[GraderServer]:
-    settings = ArbiterSettings.model_validate(
-        {
-            "gateway": {
-                "host": "127.0.0.1",
-                "http_port": 0,
-                "grpc_port": 0,
-                "routes": [{"datasource": "gsm8k|math", "recipe": "math"}, {"recipe": "default"}],
-                "recipes": {
-                    "math": {"components": {"math": {"grader": "math"}}},
-                    "default": {"components": {"fmt": {"grader": "format"}}},
-                },
-            }
-        }
-    )
-    async with catalog.make_server("gateway", settings) as server:
-        monkeypatch.setenv("ARBITER_GATEWAY", server.grpc_target)
-        monkeypatch.setattr(trainer.gateway, "_connection", None)
-        yield server
+async def verl(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    from trainer.verl_reward import compute_score
+
+    return await asyncio.to_thread(compute_score, *args, **kwargs)
 
 
-async def test_verl_compute_score(gateway: GraderServer) -> None:
-    from trainer.verl_reward import compute_score, compute_score_async
+async def openrlhf(prompt: str, response: str, label: Any) -> dict[str, Any]:
+    from trainer.openrlhf_reward_func import reward_func
 
-    right = await compute_score_async("gsm8k", "so the answer is #### 12", "12", extra_info={"prompt": "q"})
-    assert right["score"] == 1.0 and right["acc"] == 1.0 and right["component/math"] == 1.0
-    wrong = await compute_score_async("math", "\\boxed{13}", {"grader": "math", "answer": "12"})
-    assert wrong["score"] == 0.0
-    other = await compute_score_async("chat", "<think>hm</think> hello", "")
-    assert other["score"] == 1.0 and set(other) == set(right)  # same keys for every sample
-    assert compute_score.__name__ == "compute_score"
+    return await asyncio.to_thread(reward_func, [prompt + response], [prompt], [label])
 
 
-async def test_trl_reward_function(gateway: GraderServer) -> None:
+async def test_plain_reference_answers_get_correctness_on_embedded_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 17.3: "5" from TRL's answer column, veRL's gsm8k ground_truth, OpenRLHF's label."""
     from trainer.trl_reward import arbiter_reward_async
 
-    reward = arbiter_reward_async(label_column="answer")
-    assert reward.__name__ == "arbiter_answer"
-    values = await reward(
-        prompts=[[{"role": "user", "content": "2+2?"}], "3+3?", "x"],
-        completions=[[{"role": "assistant", "content": "\\boxed{4}"}], "\\boxed{7}", "no idea"],
-        answer=["4", "6", '{"grader": "nope"}'],
-        datasource=["math", "math", "math"],
+    async with make_gateway() as gateway:
+        with adapter_env(monkeypatch, gateway.grpc_target):
+            trl = arbiter_reward_async(label_column="answer")
+            assert await trl(prompts=["2+3?", "2+3?"], completions=[RIGHT, WRONG], answer=["5", "5"]) == [
+                1.0,
+                0.0,
+            ]
+            assert await trl(prompts=["2+3?"], completions=[RIGHT], answer=[5]) == [1.0]  # a number column
+            right = await verl("openai/gsm8k", "2 + 3 = 5\n#### 5", "5", extra_info={"question": "2+3?"})
+            wrong = await verl("openai/gsm8k", "2 + 3 = 6\n#### 6", "5", extra_info={"question": "2+3?"})
+            assert (right["score"], right["acc"]) == (1.0, 1.0)
+            assert (wrong["score"], wrong["acc"]) == (0.0, 0.0)
+            assert (await openrlhf("6*7? ", "\\boxed{42}<|im_end|>", "42"))["rewards"] == [1.0]
+            assert (await openrlhf("6*7? ", "\\boxed{41}<|im_end|>", "42"))["rewards"] == [0.0]
+            # A JSON label with an answer is a reference too; no label still gets the format rules.
+            assert (await openrlhf("6*7? ", "\\boxed{42}", {"answer": "42"}))["rewards"] == [1.0]
+            assert (await openrlhf("hi ", "<think>x</think> hello<|im_end|>", ""))["rewards"] == [1.0]
+
+
+MATH_RECIPE_CONFIG = {
+    "routes": [{"datasource": "gsm8k|math.*", "recipe": "math"}, {"recipe": "format"}],
+    "recipes": {
+        "math": {
+            "components": {"correct": {"grader": "math"}, "format": {"grader": "format", "value": "score"}},
+            "formula": "0.9*correct + 0.1*format",
+            "score": "correct",
+        },
+        "format": {"components": {"format": {"grader": "format"}}},
+    },
+}
+
+
+async def test_grader_key_names_a_grader_recipe_key_a_recipe_and_routes_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 17.5 and the README's route: a recipe named `math` never shadows the grader."""
+    async with make_gateway(MATH_RECIPE_CONFIG) as gateway:
+        with adapter_env(monkeypatch, gateway.grpc_target):
+            grader = await verl("", WRONG, {"grader": "math", "answer": "5"})
+            recipe = await verl("", WRONG, {"recipe": "math", "answer": "5"})
+            assert grader["score"] == 0.0  # the grader alone: a well-formatted wrong answer earns 0
+            assert recipe["score"] == pytest.approx(0.1)  # the recipe: 0.9 x 0 + 0.1 x format
+            # `gsm8k|math.*` is searched: veRL's real data-source names match it.
+            for source in ("openai/gsm8k", "gsm8k", "DigitalLearningGmbH/MATH-lighteval", "math_dapo"):
+                assert (await verl(source, WRONG, "5"))["score"] == pytest.approx(0.1), source
+            assert (await verl("chat", WRONG, "5"))["score"] == 1.0  # the format route
+
+
+async def test_every_adapter_answers_the_same_keys_outage_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17.2: a gateway that stops mid-batch, and a worker that never reached it."""
+    from trainer.trl_reward import arbiter_reward
+
+    port = free_port()
+    with adapter_env(monkeypatch, f"127.0.0.1:{port}", ARBITER_GATEWAY_WAIT_S="0.3"):
+        never = await verl("openai/gsm8k", RIGHT, "5")  # a fresh worker that never had an answer
+        never_openrlhf = await openrlhf("q ", RIGHT, "5")
+    async with make_gateway(grpc_port=port) as gateway:
+        with adapter_env(monkeypatch, gateway.grpc_target, ARBITER_GATEWAY_WAIT_S="0.3"):
+            first = [await verl("openai/gsm8k", RIGHT, "5"), await verl("x", "y", '{"grader": "nope"}')]
+            first_openrlhf = await openrlhf("q ", RIGHT, "5")
+            await gateway.stop()  # the outage starts in the middle of the batch
+            rest = [await verl("openai/gsm8k", RIGHT, "5") for _ in range(3)]
+            rest_openrlhf = await openrlhf("q ", RIGHT, "5")
+            trl = await asyncio.to_thread(arbiter_reward("answer"), ["q"], [RIGHT], answer=["5"])
+    assert first[0]["score"] == 1.0 and first[0]["status/ok"] == 1.0, {k: v for k, v in first[0].items() if v}
+    assert first[0][UNREACHABLE_KEY] == 0.0
+    assert first[1]["status/invalid_input"] == 1.0 and first[1]["status/ok"] == 0.0
+    for flagged in [never, *rest]:
+        assert flagged["score"] == 0.0 and flagged["status/ok"] == 0.0
+        assert flagged[UNREACHABLE_KEY] == 1.0 and flagged["status/upstream_error"] == 1.0
+    assert len({frozenset(d) for d in [never, *first, *rest]}) == 1, "veRL reads every sample's keys"
+    assert set(never) == {"score", "acc", *BASE_KEYS}
+    assert len({frozenset(d["extra_logs"]) for d in [never_openrlhf, first_openrlhf, rest_openrlhf]}) == 1
+    assert first_openrlhf["rewards"] == [1.0] and rest_openrlhf["extra_logs"][UNREACHABLE_KEY] == [1.0]
+    assert trl == [None]  # TRL: unscorable, left out, not a fake zero
+
+
+async def test_outage_policy_waits_once_then_fails_fast_until_the_gateway_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 17.6: a bounded, logged wait; then calls fail fast; then the gateway is back."""
+    port = free_port()
+    settings = AdapterSettings(target=f"127.0.0.1:{port}", wait_s=1.0, fallback_reward=-1.0)
+    connection = GatewayConnection(settings)
+    try:
+        with caplog.at_level(logging.WARNING, logger="trainer.gateway"):
+            flagged = await asyncio.to_thread(connection.score, [Sample(response="x"), Sample(response="y")])
+        assert [r.reward for r in flagged] == [-1.0, -1.0]
+        assert all(r.status is Status.UPSTREAM_ERROR and r.logs[UNREACHABLE_KEY] == 1.0 for r in flagged)
+        assert connection.down and "unreachable" in flagged[0].detail
+        assert any("retry 1" in r.getMessage() for r in caplog.records), "the wait is logged"
+        assert any("fail fast" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="trainer.gateway"):
+            again = await asyncio.to_thread(connection.score, [Sample(response="z")])
+        assert again[0].logs[UNREACHABLE_KEY] == 1.0
+        assert not any("retry" in r.getMessage() for r in caplog.records), "down: no second wait"
+        async with make_gateway(grpc_port=port):
+            back = await asyncio.to_thread(_score_until_up, connection)
+        assert back.status is Status.OK and back.logs[UNREACHABLE_KEY] == 0.0 and not connection.down
+    finally:
+        connection.close()
+
+
+def _score_until_up(connection: GatewayConnection) -> Any:
+    """Fail-fast calls while gRPC reconnects (it retries within 2 s), then the real answer."""
+    for _ in range(100):
+        result = connection.score([Sample(response="<think>a</think> b")])[0]
+        if result.status is Status.OK:
+            return result
+        time.sleep(0.1)
+    return result
+
+
+def test_fail_fast_setting_and_its_validation() -> None:
+    settings = AdapterSettings.from_env(
+        {
+            "ARBITER_GATEWAY": f"127.0.0.1:{free_port()}",
+            "ARBITER_GATEWAY_WAIT_S": "0",
+            "ARBITER_LOG_KEYS": "component/correct, math/boxed",
+        }
     )
-    assert values == [1.0, 0.0, None]  # the unroutable sample is left out, not zeroed
+    assert settings.wait_s == 0 and settings.extra_log_keys == ("component/correct", "math/boxed")
+    connection = GatewayConnection(settings)
+    try:
+        logs = connection.score([Sample(response="x")])[0].logs  # one attempt: fail fast
+        assert logs[UNREACHABLE_KEY] == 1.0 and list(logs)[-2:] == ["component/correct", "math/boxed"]
+    finally:
+        connection.close()
+    with pytest.raises(ValueError, match="ARBITER_GATEWAY_WAIT_S"):
+        AdapterSettings.from_env({"ARBITER_GATEWAY_WAIT_S": "-1"})
+    with pytest.raises(ValueError, match="not a number"):
+        AdapterSettings.from_env({"ARBITER_GATEWAY_TIMEOUT_S": "soon"})
+    with pytest.raises(ValueError, match="uses itself"):
+        AdapterSettings.from_env({"ARBITER_LOG_KEYS": "acc"})
 
 
-def test_unreachable_gateway_gives_flagged_fallbacks_not_exceptions() -> None:
-    from services.common.contract import Sample, Status
+async def test_verl_sends_the_prompt_its_rows_carry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17.4: veRL passes no prompt; rows carry it in extra_info (question, prompt)."""
+    from trainer.verl_reward import prompt_of
 
-    connection = GatewayConnection(f"127.0.0.1:{free_port()}", timeout_s=0.5, fallback_reward=-1.0)
-    results = connection.score([Sample(response="x"), Sample(response="y")])
-    connection.close()
-    assert [r.reward for r in results] == [-1.0, -1.0]
-    assert all(r.status is Status.UPSTREAM_ERROR and r.logs[UNREACHABLE_KEY] == 1.0 for r in results)
-    assert "unreachable" in results[0].detail
+    assert prompt_of({"question": "2+3?", "split": "train"}) == "2+3?"
+    assert prompt_of({"prompt": [{"role": "user", "content": "hi"}]}) == "hi"
+    assert prompt_of(None) == ""
+    config = {"routes": [{"prompt_regex": "QUESTION", "recipe": "math"}, {"recipe": "format"}]}
+    config["recipes"] = {
+        "math": {"components": {"math": {"grader": "math"}}},
+        "format": {"components": {"format": {"grader": "format"}}},
+    }
+    async with make_gateway(config) as gateway:
+        with adapter_env(monkeypatch, gateway.grpc_target):
+            routed = await verl("openai/gsm8k", WRONG, "5", extra_info={"question": "QUESTION: 2+3?"})
+    assert routed["score"] == 0.0, "the prompt route saw the question: math graded the wrong answer"
+
+
+def test_trainer_does_not_import_the_server() -> None:
+    """The adapters need the contract and a gRPC stub, not the engine, FastAPI or the graders."""
+    code = (
+        "import sys, trainer.verl_reward, trainer.trl_reward, trainer.openrlhf_reward_func\n"
+        "server = ('services.common.engine', 'fastapi', 'services.reward_rules')\n"
+        "heavy = [m for m in server if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert trainer.gateway.connection.__doc__

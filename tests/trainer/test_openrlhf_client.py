@@ -11,7 +11,9 @@ import pytest
 from services import catalog
 from services.common.server import GraderServer
 from services.settings import ArbiterSettings
+from tests.trainer.gateways import adapter_env
 from tests.trainer.openrlhf_peer import CharTokenizer, SamplingParams, ScriptedEngine, load_agent_module
+from trainer.keys import UNREACHABLE_KEY
 
 REWARD_FUNC_FILE = Path(__file__).resolve().parents[2] / "trainer" / "openrlhf_reward_func.py"
 EOS = "<|im_end|>"
@@ -106,8 +108,34 @@ async def test_openrlhf_http_fetch_against_the_gateway(gateway: GraderServer) ->
 async def test_openrlhf_reward_func_file_against_the_gateway(
     gateway: GraderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trainer.gateway
+    # The file answers the adapters' fixed keys; ARBITER_LOG_KEYS passes on gateway logs beside them.
+    with adapter_env(monkeypatch, gateway.grpc_target, ARBITER_LOG_KEYS="component/math,math/boxed"):
+        check(await run_openrlhf(str(REWARD_FUNC_FILE)))
 
-    monkeypatch.setenv("ARBITER_GATEWAY", gateway.grpc_target)
-    monkeypatch.setattr(trainer.gateway, "_connection", None)  # a fresh process would start without one
-    check(await run_openrlhf(str(REWARD_FUNC_FILE)))
+
+async def test_openrlhf_reward_func_outage_mid_batch_keeps_the_keys(
+    gateway: GraderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway stops half-way through OpenRLHF's samples: flagged fallbacks, the same keys."""
+    agent = load_agent_module()
+    executor = agent.SingleTurnAgentExecutor(str(REWARD_FUNC_FILE))
+    engine = ScriptedEngine({p: (r, f) for p, (r, f, _, _) in CASES.items()})
+    outputs = []
+    with adapter_env(monkeypatch, gateway.grpc_target, ARBITER_GATEWAY_WAIT_S="0.5"):
+        for index, (prompt, (_, _, label, _)) in enumerate(CASES.items()):
+            if index == 2:
+                await gateway.stop()
+            outputs.append(
+                await executor.execute(
+                    prompt,
+                    label,
+                    SamplingParams(),
+                    max_length=4096,
+                    hf_tokenizer=CharTokenizer(),
+                    llm_engine=engine,
+                )
+            )
+    assert [o["reward"] for o in outputs[:2]] == [[1.0], [1.0]]
+    assert all(o["reward"] == [0.0] and o["extra_logs"][UNREACHABLE_KEY] == [1.0] for o in outputs[2:])
+    assert all(o["extra_logs"]["status/ok"] == [0.0] for o in outputs[2:])
+    assert len({frozenset(o["extra_logs"]) for o in outputs}) == 1, "OpenRLHF merges extra_logs by key"
