@@ -48,6 +48,7 @@ class EmergenceStats:
         keywords = sorted({k.strip().lower() for k in settings.keywords if k.strip()}, key=len, reverse=True)
         self._keywords = keywords
         self._slugs = {k: slug(k) for k in keywords}
+        self._zeros = {f"reflect/{self._slugs[k]}": 0.0 for k in keywords}  # copied per response
         if keywords:
             alternatives = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in keywords)
             # Matched against lower-cased text: twice as fast as re.IGNORECASE.
@@ -73,7 +74,7 @@ class EmergenceStats:
     def compute(self, response: str, finish_reason: str | None = None) -> dict[str, float]:
         text, had_eos = strip_eos(response, self._settings.eos_markers)
         stopped = finish_reason == "stop" if finish_reason else had_eos
-        logs: dict[str, float] = {f"reflect/{self._slugs[k]}": 0.0 for k in self._keywords}
+        logs = dict(self._zeros)
         lowered = text.lower()
         total = self._count_keywords(lowered, logs)
         # Whitespace words: 4x cheaper than a regex, same trends; counted in bounded memory.
@@ -109,7 +110,7 @@ class EmergenceStats:
                 if match.start() >= cut:
                     break
                 key = " ".join(match.group(1).split())
-                logs[f"reflect/{self._slugs.get(key, slug(key))}"] += 1.0
+                logs[f"reflect/{self._slugs.get(key) or slug(key)}"] += 1.0
                 total += 1
                 position = match.end()
             position = max(position, cut)

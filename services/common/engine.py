@@ -199,6 +199,24 @@ class ScoringEngine:
             stats = self.emergence.compute(sample.response, sample.metadata.get("finish_reason"))
         return self._finish(self.fallback(status, detail), cached=False, stats=stats)
 
+    async def grade(self, samples: Sequence[Sample], timeout_s: float) -> list[Result]:
+        """The grader's own results, for a caller in this process that caches, batches and
+        attaches logs itself (the gateway's in-process components): one pass through the kit
+        instead of two. A failed batch is isolated per sample as in `score`; past the deadline a
+        sample gets TIMEOUT. No cache, no dedupe, no micro-batch wait, no emergence logs.
+        """
+        if not samples:
+            return []
+        deadline = time.monotonic() + min(timeout_s, self.server.deadline_s)
+        try:
+            return await self._grade_batch([_Job(sample, deadline) for sample in samples])
+        except Exception as exc:
+            if time.monotonic() >= deadline or isinstance(exc, TimeoutError):
+                failed = self.fallback(Status.TIMEOUT, f"no verdict within the {timeout_s:g}s deadline")
+            else:
+                failed = self.fallback(Status.GRADER_ERROR, _describe(exc))
+            return [failed] * len(samples)
+
     # -- helpers ------------------------------------------------------------------------
 
     async def _grade_batch(self, jobs: list[_Job]) -> list[Result]:

@@ -27,7 +27,13 @@ MAX_REQUEST_ID = 64
 def bounded_request_id(presented: str) -> str:
     """A client's request id as the service keeps it: printable ASCII, at most MAX_REQUEST_ID
     characters (it is echoed back and written in every log line), or a fresh id when none is left."""
-    kept = "".join(c for c in presented[: MAX_REQUEST_ID * 4] if " " < c <= "~")[:MAX_REQUEST_ID]
+    if not presented:
+        return new_request_id()
+    head = presented[: MAX_REQUEST_ID * 4]
+    if head.isascii() and head.isprintable() and " " not in head:
+        kept = head[:MAX_REQUEST_ID]  # the usual case, without a pass per character
+    else:
+        kept = "".join(c for c in head if " " < c <= "~")[:MAX_REQUEST_ID]
     return kept or new_request_id()
 
 

@@ -66,6 +66,7 @@ class AsgiServer:
             "log_config": None,
             "http": "httptools",
             "ws": "none",
+            "proxy_headers": False,  # no proxy's X-Forwarded-* is trusted; one ASGI layer less per request
             "backlog": 4096,
             "timeout_keep_alive": 30,
             "timeout_graceful_shutdown": 5,

@@ -39,7 +39,8 @@ class Backend(Protocol):
 
 
 class InProcessBackend:
-    """A service's engine in this process (`arbiter serve`): no network hop, shared cache and batcher."""
+    """A service's grader in this process (`arbiter serve`): no network hop, no second pass through
+    the kit (its engine lends the grader, its failure isolation and deadline handling)."""
 
     def __init__(self, name: str, engine: ScoringEngine, owned: bool = False) -> None:
         self.name = name
@@ -54,7 +55,9 @@ class InProcessBackend:
         return self.engine.info
 
     async def score(self, samples: Sequence[Sample], timeout_s: float) -> list[Result]:
-        return await self.engine.score(samples, timeout_s, emergence=False)  # the gateway computes its own
+        # Straight to the grader: the gateway's own engine has already looked up the cache,
+        # deduplicated, batched and will attach the logs (one pass through the kit, not two).
+        return await self.engine.grade(samples, timeout_s)
 
     async def aclose(self) -> None:
         if self._owned:
