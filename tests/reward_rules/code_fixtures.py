@@ -77,6 +77,10 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
         with pool._lock:
             warm = list(pool._warm)
             live = len(pool._live)
+            spare = list(pool._spare)  # emptied groups kept for reuse: no process may be in them
+        judges = grader._judges
+        idle = [sandbox for sandbox, _ in judges._idle] if judges is not None else []  # clean zygotes
+        warm += idle
         allowed: set[int] = set()
         for sandbox in warm:
             assert sandbox.cgroup is not None
@@ -84,7 +88,9 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
         stray = set(sandbox_processes()) - allowed
         groups = {p.name for p in pool.cgroups.base_memory.iterdir() if p.is_dir()} if pool.cgroups else set()
         expected_groups = {s.cgroup.memory.name for s in warm if s.cgroup is not None}
-        if not stray and live == len(warm) and groups == expected_groups:
+        expected_groups |= {group.memory.name for group in spare}
+        spare_empty = not any(group.pids_in() for group in spare)
+        if not stray and live == len(warm) and groups == expected_groups and spare_empty:
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"stray processes {sorted(stray)}, live {live}, groups {sorted(groups)}")

@@ -5,6 +5,7 @@ the service, and the helpers the tests call come from the label, never from the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from services.common.contract import Status
-from services.reward_rules.code import CodeGrader
+from services.reward_rules.code import CodeConfig, CodeGrader
 from tests.reward_rules.code_fixtures import assert_clean, asserts, check, code_grader, score
 
 __all__ = ["code_grader"]
@@ -113,3 +114,26 @@ def test_mbpp_asserts_without_an_entry_point_still_work(code_grader: CodeGrader)
     one, two = score(code_grader, asserts(program, "", lines[:1]), asserts(program, "", lines))
     assert one.reward == 1.0, one.detail
     assert two.status is Status.INVALID_INPUT and "entry_point" in two.detail
+
+
+def test_a_reused_judge_keeps_nothing_of_the_last_label() -> None:
+    """Judge sandboxes serve samples one after another (a fresh fork each): nothing carries over."""
+    grader = CodeGrader(CodeConfig(workers=1, warm_sandboxes=2))
+    poison = (
+        "import math, os, subprocess\nmath.pi = 3\nopen('left-behind', 'w').write('x')\nos.makedirs('d/e', exist_ok=True)\n"
+        "if os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(60)\n"
+        "def check(candidate):\n    assert candidate(1) == 2\n"
+    )
+    probe = (
+        "import math, os\ndef check(candidate):\n    assert candidate(1) == 2\n    assert math.pi != 3\n"
+        "    assert os.listdir('.') == []\n"
+        "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]\n"
+        "    assert others == [], others\n"
+    )
+    try:
+        first, second = (score(grader, check(DOUBLE, "f", test))[0] for test in (poison, probe))
+        assert grader._judges is not None and grader._judges._idle  # the judge was kept for reuse
+        assert grader._judges._idle[0][1] == 2  # and served both samples
+    finally:
+        asyncio.run(grader.aclose())
+    assert first.reward == 1.0 and second.reward == 1.0, (first.detail, second.detail)

@@ -106,6 +106,17 @@ class SandboxCgroup:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
+    def empty(self, timeout_s: float = 5.0) -> bool:
+        """Kills what is left and waits until no process is in either group (False: not in time)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.kill_all()
+            if not self.pids_in():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+
     def remove(self, timeout_s: float = 5.0) -> bool:
         """Kills what is left and removes both groups; False if they would not go in time."""
         deadline = time.monotonic() + timeout_s

@@ -23,9 +23,7 @@ class CodeConfig(BaseModel):
         default="all", description="all: 1 when every test passes, else 0; fraction: the pass fraction"
     )
     workers: int = Field(default=0, ge=0, description="samples run at once; 0 means CPU count + 2")
-    warm_sandboxes: int = Field(
-        default=0, ge=0, description="pre-started sandboxes; 0 means 3 x workers (function tests take two)"
-    )
+    warm_sandboxes: int = Field(default=0, ge=0, description="pre-started sandboxes; 0 means 2 x workers")
     time_limit_s: float = Field(default=5.0, gt=0, description="per test (a whole check() is one test)")
     max_time_limit_s: float = Field(default=30.0, gt=0, description="cap on a label's time_limit_s")
     memory_limit_mb: int = Field(default=512, ge=32, description="per sandbox, candidate and harness")

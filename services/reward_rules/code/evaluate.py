@@ -17,9 +17,8 @@ from typing import Any
 
 from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
 from services.reward_rules.code.harness import CandidateError
-from services.reward_rules.code.judge import Judge
+from services.reward_rules.code.judge import Judge, JudgePool
 from services.reward_rules.code.labelcode import TestNames, test_names
-from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -142,9 +141,7 @@ def label_names(tests: AssertTests | CheckTests) -> TestNames:
     return test_names(shared, tuple(tests.asserts), explicit)
 
 
-def run_judged(
-    session: Session, pool: SandboxPool, tests: AssertTests | CheckTests, budget: Budget
-) -> Report:
+def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTests, budget: Budget) -> Report:
     """Assert lines or a check function, each run by the judge against the loaded program."""
     names = label_names(tests)
     runs: list[tuple[str, dict[str, Any]]]
@@ -240,7 +237,7 @@ def run_stdio(session: Session, tests: StdioTests, budget: Budget) -> Report:
     return report
 
 
-def run_tests(session: Session, label: CodeLabel, budget: Budget, judges: SandboxPool | None) -> Report:
+def run_tests(session: Session, label: CodeLabel, budget: Budget, judges: JudgePool | None) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
         return run_stdio(session, tests, budget)

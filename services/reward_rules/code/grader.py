@@ -23,7 +23,7 @@ from services.common.grader import GraderBase, GraderUnavailableError, config_ha
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.evaluate import Budget, Report, label_names, run_tests
 from services.reward_rules.code.extract import extract_program
-from services.reward_rules.code.judge import LabelError
+from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.runner import PythonRunner
@@ -88,7 +88,7 @@ class CodeGrader(GraderBase):
         self.workers = self.config.workers or (os.cpu_count() or 2) + 2
         self._source: SandboxSource | None = None
         self._pool: SandboxPool | None = None
-        self._judges: SandboxPool | None = None  # where label code runs: local even with SandboxFusion
+        self._judges: JudgePool | None = None  # where label code runs: local even with SandboxFusion
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
@@ -113,16 +113,17 @@ class CodeGrader(GraderBase):
     def _start_locked(self) -> None:
         if self._executor is not None:
             return
-        warm = self.config.warm_sandboxes or 3 * self.workers
+        warm = self.config.warm_sandboxes or 2 * self.workers
         if self.config.backend == "sandboxfusion":
             from services.reward_rules.code.sandboxfusion import SandboxFusionSource
 
             self._source = SandboxFusionSource(self.config.sandboxfusion_url, self._limits())
             if self.config.sandbox == "unsafe" or bwrap_path() is not None:
-                self._judges = self._local_pool(self.workers)
+                self._judges = JudgePool(self._local_pool(self.workers), keep=self.workers)
         else:
-            self._pool = self._judges = self._local_pool(warm)
+            self._pool = self._local_pool(warm)
             self._source = self._pool
+            self._judges = JudgePool(self._pool, keep=self.workers)
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
 
     def _local_pool(self, warm: int) -> SandboxPool:
@@ -143,10 +144,12 @@ class CodeGrader(GraderBase):
         self._executor = self._pool = self._source = self._judges = None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if judges is not None:
+            judges.close()  # idle judges go back to their sandbox pool, which kills them
+            if judges.sandboxes is not source:
+                await asyncio.to_thread(judges.sandboxes.close)
         if source is not None:
             await asyncio.to_thread(source.close)
-        if judges is not None and judges is not source:
-            await asyncio.to_thread(judges.close)
 
     # ------------------------------------------------------------------ one sample
 

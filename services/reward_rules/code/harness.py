@@ -324,7 +324,6 @@ class Harness:
         self.ctl_out = ctl_out
         self.namespace: dict[str, Any] = {}
         self.compiled: Any = None
-        self.judge: Judge | None = None
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
@@ -343,13 +342,30 @@ class Harness:
             elif op == "stdio":
                 reply = self.stdio(request)
             elif op == "judge":
-                self.judge = Judge(self.ctl_in, self.ctl_out)
-                reply = self.judge.load(request)
-            elif op == "run" and self.judge is not None:
-                reply = self.judge.run(request)
+                reply = self.judge_sample(request)
             else:
                 reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
             write_frame(self.ctl_out, reply)
+
+    def judge_sample(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Judges one sample in a forked child; then leaves the sandbox as it was for the next one.
+
+        This process (a judge sandbox's zygote) never runs label code: the child does, answering
+        the "judge" request and every "run" until "end". After it, every other process of the
+        sandbox is killed and the work dir emptied, so one label's code leaves nothing for the
+        next sample's (a fresh fork of a pristine zygote).
+        """
+        _preimport()
+        pid = os.fork()
+        if pid == 0:
+            _judge_child(self.ctl_in, self.ctl_out, request)
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        _kill_others()
+        _reap()
+        return {"ready": _wipe(".")}
 
     def load(self, source: str, module: str, prelude: Any = None) -> dict[str, Any]:
         """Runs the program; after the label's helpers (`prelude`), which it may call (or redefine)."""
@@ -665,6 +681,64 @@ class Judge:
         except BaseException as exc:
             return {"done": True, "passed": False, "reason": "error", "message": _short(exc)}
         return {"done": True, "passed": True}
+
+
+# Modules test code commonly imports: loaded once in a judge's zygote, shared by its forks.
+_PRELOAD = ("typing", "math", "random", "collections", "itertools", "functools", "heapq", "string", "re")
+
+
+def _preimport() -> None:
+    for name in _PRELOAD:
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            __import__(name)
+        except ImportError:
+            pass
+
+
+def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:
+    code = 0
+    try:
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # the memory killer takes the label's process, not the zygote
+        except OSError:
+            pass
+        judge = Judge(ctl_in, ctl_out)
+        write_frame(ctl_out, judge.load(request))
+        while True:
+            try:
+                message = read_frame(ctl_in)
+            except EOFError:
+                break
+            if type(message) is not dict or message.get("op") != "run":
+                break
+            write_frame(ctl_out, judge.run(message))
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _wipe(directory: str) -> bool:
+    """Empties the work dir (what label code wrote); False if something could not be removed."""
+    clean = True
+    for root, dirs, files in os.walk(directory, topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                clean = False
+        for name in dirs:
+            path = os.path.join(root, name)
+            try:
+                if os.path.islink(path):
+                    os.unlink(path)
+                else:
+                    os.chmod(path, 0o700)
+                    os.rmdir(path)
+            except OSError:
+                clean = False
+    return clean
 
 
 def _short(exc: BaseException) -> str:

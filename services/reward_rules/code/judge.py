@@ -6,11 +6,17 @@ of the candidate's reach. This process relays frames between the two: a judge's 
 to the candidate's harness as it is, the candidate's reply goes back as it is, bounded in size
 and never parsed here, so a candidate's huge or deeply nested reply costs this process neither
 time under the GIL nor memory. Only the judge's small verdict frame is decoded here.
+
+A judge sandbox serves one sample at a time, each in a fresh fork of its zygote, which kills
+every other process and empties the work dir after the sample (harness.py). It is handed to
+the next sample only when it says it is clean; after any failure (timeout, death, a broken
+protocol) it is discarded. That saves a sandbox launch per sample: half the cost of a test.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +37,43 @@ from services.reward_rules.code.session import (
 _CALL_PREFIX = b'{"op":"call",'  # how the judge's harness writes a call (compact, op first)
 _VERDICT_BYTES = 64 << 10
 START_TIMEOUT_S = 30.0
+END_TIMEOUT_S = 5.0  # for the zygote to kill the sample's processes and empty its work dir
+MAX_USES = 500  # samples a judge sandbox serves before it is replaced anyway
+
+
+class JudgePool:
+    """Judge sandboxes between samples: clean zygotes waiting for the next one."""
+
+    def __init__(self, sandboxes: SandboxPool, keep: int) -> None:
+        self.sandboxes = sandboxes
+        self.keep = keep
+        self._idle: list[tuple[Sandbox, int]] = []
+        self._lock = threading.Lock()
+
+    def acquire(self, memory_bytes: int) -> tuple[Sandbox, int]:
+        """A judge (and how many samples it served), its memory limit set to `memory_bytes`."""
+        with self._lock:
+            idle = self._idle.pop() if self._idle else None
+        if idle is None:
+            return self.sandboxes.acquire(memory_bytes), 0
+        self.sandboxes.set_memory_limit(idle[0], memory_bytes)
+        return idle
+
+    def give_back(self, sandbox: Sandbox, uses: int) -> None:
+        with self._lock:
+            if len(self._idle) < self.keep and uses < MAX_USES:
+                self._idle.append((sandbox, uses))
+                return
+        self.sandboxes.release(sandbox)
+
+    def discard(self, sandbox: Sandbox) -> None:
+        self.sandboxes.release(sandbox)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sandbox, _ in idle:
+            self.sandboxes.release(sandbox)
 
 
 class LabelError(Exception):
@@ -48,36 +91,51 @@ class Judge:
     """One sample's judge sandbox: loaded once, reused across tests until something fails."""
 
     def __init__(
-        self, pool: SandboxPool, memory_bytes: int, load: dict[str, Any], max_value_bytes: int
+        self, pool: JudgePool, memory_bytes: int, load: dict[str, Any], max_value_bytes: int
     ) -> None:
         self.pool = pool
         self.memory_bytes = memory_bytes
         self.load_message = load
         self.max_value_bytes = max_value_bytes
         self.sandbox: Sandbox | None = None
+        self.uses = 0
+        self._oom_before = 0
 
     def _start(self) -> Sandbox:
         for attempt in range(2):
-            sandbox: Sandbox = self.pool.acquire(self.memory_bytes)
+            sandbox, self.uses = self.pool.acquire(self.memory_bytes)
             try:
                 sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
             except SandboxError as exc:
-                self.pool.release(sandbox)
+                self.pool.discard(sandbox)
                 if attempt or exc.kind == "timeout":
                     raise InfrastructureError(
                         f"judge sandbox did not start: {exc}; {sandbox.stderr_text()}"
                     ) from exc
                 continue
             except Exception as exc:
-                self.pool.release(sandbox)
+                self.pool.discard(sandbox)
                 raise InfrastructureError(f"judge sandbox did not start: {exc}") from exc
+            self._oom_before = sandbox.oom_kills()
             return sandbox
         raise AssertionError("unreachable")
 
-    def close(self) -> None:
-        if self.sandbox is not None:
-            self.pool.release(self.sandbox)
-            self.sandbox = None
+    def close(self, healthy: bool = True) -> None:
+        """Ends the sample in the judge; a judge that comes back clean serves the next sample."""
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is None:
+            return
+        if healthy:
+            try:
+                reply = sandbox.request({"op": "end"}, time.monotonic() + END_TIMEOUT_S, _VERDICT_BYTES)
+                healthy = reply.get("ready") is True and sandbox.oom_kills() == self._oom_before
+            except SandboxError:
+                healthy = False
+        if healthy:
+            self.pool.give_back(sandbox, self.uses + 1)
+        else:
+            sandbox.kill()
+            self.pool.discard(sandbox)
 
     def run(self, message: dict[str, Any], candidate: Session, deadline: float) -> Verdict:
         """Runs one test (`{"op": "run", ...}`) against the loaded program by `deadline`."""
@@ -85,17 +143,21 @@ class Judge:
             if self.sandbox is None:
                 self.sandbox = self._start()
                 loaded = self._exchange(self.load_message, candidate, deadline)
+                if loaded.get("ready") is not None:  # the sample's process ended (os._exit in setup)
+                    return self._judge_failed(SandboxError("died", "the test code exited"))
                 if not loaded.get("ok"):
                     self.close()
                     return self._load_failed(loaded)
             reply = self._exchange(message, candidate, deadline)
         except CandidateFailure as exc:  # the program timed out, ran out of memory, died
-            self.close()
+            self.close(healthy=False)
             return Verdict(False, exc.reason, exc.message)
         except SandboxError as exc:
             return self._judge_failed(exc)
+        if reply.get("ready") is not None:  # the test code ended its own process
+            return self._judge_failed(SandboxError("died", "the test code exited"))
         if reply.get("done") is not True:
-            self.close()
+            self.close(healthy=False)
             return Verdict(False, CRASH, "the test code broke the judge protocol")
         if reply.get("passed") is True:
             return Verdict(True)
@@ -117,9 +179,9 @@ class Judge:
         sandbox = self.sandbox
         assert sandbox is not None
         sandbox.kill()
-        oom = sandbox.oom_kills()
+        oom = sandbox.oom_kills() > self._oom_before
         stderr = last_line(bytes(sandbox.stderr_tail))
-        self.close()
+        self.close(healthy=False)
         if exc.kind == "timeout":
             return Verdict(False, TIMEOUT, "")
         if oom:

@@ -1,9 +1,11 @@
 """Pre-started sandboxes: start-up is paid ahead of time, and no sandbox ever serves two runs.
 
-A starter thread keeps `warm` sandboxes launched (bwrap + interpreter + harness imported,
-waiting for their first request); `acquire()` hands one out and wakes the starter to launch
-its replacement. `release()` never returns a sandbox to the pool: a reaper thread kills it and
-removes its cgroups, so nothing of one run (files, processes, memory) reaches the next.
+Starter threads keep `warm` sandboxes launched (bwrap + interpreter + harness imported,
+waiting for their first request); `acquire()` hands one out and wakes them to launch its
+replacement. `release()` never returns a sandbox to the pool: a reaper thread kills it, so
+nothing of one run (files, processes, memory) reaches the next. Only its emptied cgroups are
+used again, for a later sandbox (creating and removing cgroup v1 groups costs more than a
+third of a launch); a reused group's limits are reset and its OOM count read as a baseline.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import logging
 import queue
 import threading
 from collections import deque
+from pathlib import Path
 
-from services.reward_rules.code.cgroups import CgroupManager
+from services.reward_rules.code.cgroups import CgroupManager, SandboxCgroup
 from services.reward_rules.code.runner import LanguageRunner
 from services.reward_rules.code.sandbox import Limits, Mode, Sandbox, bwrap_path
 
 log = logging.getLogger(__name__)
+STARTERS = 2  # launch threads: a launch mostly waits on fork/exec and cgroupfs, not on the GIL
 
 
 class SandboxPool:
@@ -48,18 +52,48 @@ class SandboxPool:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
+        self._launching = 0
         self._live: set[Sandbox] = set()
         self._dead: queue.SimpleQueue[Sandbox | None] = queue.SimpleQueue()
+        self._spare: list[SandboxCgroup] = []  # emptied groups at the default limits
+        self._custom: set[Path] = set()  # groups whose memory limit acquire() changed
         self.started = 0
-        self._starter = threading.Thread(target=self._keep_warm, name="code-sandbox-starter", daemon=True)
+        self._starters = [
+            threading.Thread(target=self._keep_warm, name=f"code-sandbox-starter-{n}", daemon=True)
+            for n in range(STARTERS)
+        ]
         self._reaper = threading.Thread(target=self._reap, name="code-sandbox-reaper", daemon=True)
-        self._starter.start()
+        for starter in self._starters:
+            starter.start()
         self._reaper.start()
 
+    def _cgroup(self) -> SandboxCgroup | None:
+        if self.cgroups is None:
+            return None
+        with self._lock:
+            if self._spare:
+                return self._spare.pop()
+        return self.cgroups.create(self.limits.memory_bytes, self.limits.max_pids)
+
+    def _recycle(self, cgroup: SandboxCgroup) -> None:
+        """Keeps an emptied group for a later sandbox, else removes it."""
+        reuse = not self._closed and len(self._spare) < 2 * self.warm_target + 8 and cgroup.empty()
+        if reuse and cgroup.memory in self._custom:
+            try:
+                cgroup.set_memory_limit(self.limits.memory_bytes)
+            except OSError:
+                reuse = False
+        if reuse:
+            with self._lock:
+                self._custom.discard(cgroup.memory)
+                self._spare.append(cgroup)
+            return
+        with self._lock:
+            self._custom.discard(cgroup.memory)
+        cgroup.remove()
+
     def _launch(self) -> Sandbox:
-        cgroup = None
-        if self.cgroups is not None:
-            cgroup = self.cgroups.create(self.limits.memory_bytes, self.limits.max_pids)
+        cgroup = self._cgroup()
         try:
             sandbox = Sandbox(
                 self.runner,
@@ -71,7 +105,7 @@ class SandboxPool:
             )
         except BaseException:
             if cgroup is not None:
-                cgroup.remove()
+                self._recycle(cgroup)
             raise
         with self._lock:
             self._live.add(sandbox)
@@ -82,13 +116,22 @@ class SandboxPool:
         while not self._closed:
             self._wake.wait(timeout=1.0)
             self._wake.clear()
-            while not self._closed and len(self._warm) < self.warm_target:
+            while not self._closed:
+                with self._lock:  # claim a slot, so that several starters never overshoot
+                    if len(self._warm) + self._launching >= self.warm_target:
+                        break
+                    self._launching += 1
+                    if len(self._warm) + self._launching < self.warm_target:
+                        self._wake.set()  # more to launch: the other starters help
                 try:
                     sandbox = self._launch()
                 except Exception:
                     log.exception("code sandbox: launch failed")
+                    with self._lock:
+                        self._launching -= 1
                     break
                 with self._lock:
+                    self._launching -= 1
                     if self._closed:
                         self._dead.put(sandbox)
                         break
@@ -103,9 +146,18 @@ class SandboxPool:
         self._wake.set()
         if sandbox is None:
             sandbox = self._launch()
-        if sandbox.cgroup is not None and memory_bytes != self.limits.memory_bytes:
-            sandbox.cgroup.set_memory_limit(memory_bytes)
+        self.set_memory_limit(sandbox, memory_bytes)
         return sandbox
+
+    def set_memory_limit(self, sandbox: Sandbox, memory_bytes: int) -> None:
+        """Where cgroups allow; a changed group gets the default back before it is reused."""
+        if sandbox.cgroup is None:
+            return
+        with self._lock:
+            if memory_bytes == self.limits.memory_bytes and sandbox.cgroup.memory not in self._custom:
+                return
+            self._custom.add(sandbox.cgroup.memory)
+        sandbox.cgroup.set_memory_limit(memory_bytes)
 
     def release(self, sandbox: Sandbox) -> None:
         self._dead.put(sandbox)
@@ -118,7 +170,7 @@ class SandboxPool:
             try:
                 sandbox.kill()
                 if sandbox.cgroup is not None:
-                    sandbox.cgroup.remove()
+                    self._recycle(sandbox.cgroup)
             except Exception:
                 log.exception("code sandbox: cleanup failed")
             with self._lock:
@@ -131,7 +183,8 @@ class SandboxPool:
             live = list(self._live)
             self._warm.clear()
         self._wake.set()
-        self._starter.join(timeout=10)
+        for starter in self._starters:
+            starter.join(timeout=10)
         for sandbox in live:
             self._dead.put(sandbox)
         self._dead.put(None)
@@ -143,5 +196,9 @@ class SandboxPool:
                 sandbox.kill()
                 if sandbox.cgroup is not None:
                     sandbox.cgroup.remove()
+        with self._lock:
+            spare, self._spare = self._spare, []
+        for cgroup in spare:
+            cgroup.remove()
         if self.cgroups is not None:
             self.cgroups.close()

@@ -139,6 +139,7 @@ class Sandbox:
     ) -> None:
         self.limits = limits
         self.cgroup = cgroup
+        self._oom_base = cgroup.oom_kills() if cgroup is not None else 0  # a reused group counts on
         self.stderr_tail = bytearray()
         self.stderr_bytes = 0
         self.started_at = time.monotonic()
@@ -178,7 +179,7 @@ class Sandbox:
         return self.process.pid
 
     def oom_kills(self) -> int:
-        return self.cgroup.oom_kills() if self.cgroup is not None else 0
+        return self.cgroup.oom_kills() - self._oom_base if self.cgroup is not None else 0
 
     def stderr_text(self) -> str:
         return self.stderr_tail.decode("utf-8", "replace")
