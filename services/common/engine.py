@@ -34,7 +34,14 @@ from services.common.contract import (
     Status,
 )
 from services.common.emergence import EmergenceStats
-from services.common.grader import NONDETERMINISTIC, Grader, HasFailureReward, HasMetrics, Startable
+from services.common.grader import (
+    NONDETERMINISTIC,
+    SAMPLE_DEADLINES,
+    Grader,
+    HasFailureReward,
+    HasMetrics,
+    Startable,
+)
 from services.common.metrics import KitMetrics, RegistryForwarder
 from services.common.offload import maybe_off_loop
 from services.common.settings import EmergenceSettings, ServerSettings
@@ -228,7 +235,9 @@ class ScoringEngine:
         """
         latest = max(job.deadline for job in jobs)
         try:
-            return await self._call_grader([job.sample for job in jobs], latest)
+            return await self._call_grader(
+                [job.sample for job in jobs], latest, [job.deadline for job in jobs]
+            )
         except Exception:
             if len(jobs) == 1 or time.monotonic() >= latest:
                 raise  # every caller's deadline has passed: nothing is left to re-grade
@@ -244,9 +253,17 @@ class ScoringEngine:
         except Exception as exc:
             return self.fallback(Status.GRADER_ERROR, _describe(exc))
 
-    async def _call_grader(self, samples: list[Sample], deadline: float) -> list[Result]:
+    async def _call_grader(
+        self, samples: list[Sample], deadline: float, deadlines: Sequence[float] | None = None
+    ) -> list[Result]:
         remaining = max(0.0, deadline - time.monotonic())
-        results = await asyncio.wait_for(self.grader.score(samples), remaining)
+        token = SAMPLE_DEADLINES.set(
+            tuple(deadlines) if deadlines is not None else (deadline,) * len(samples)
+        )
+        try:
+            results = await asyncio.wait_for(self.grader.score(samples), remaining)
+        finally:
+            SAMPLE_DEADLINES.reset(token)
         if len(results) != len(samples):
             raise RuntimeError(f"grader returned {len(results)} results for {len(samples)} samples")
         return results

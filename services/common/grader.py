@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry
@@ -38,6 +39,11 @@ class Grader(Protocol):
 
 
 NONDETERMINISTIC = "nondeterministic"  # a capability: identical samples may get different results
+
+# When the caller of each sample of the batch being graded stops waiting (time.monotonic instants,
+# in the batch's order), set by the engine around `Grader.score`. A grader whose work can outlive a
+# caller (an LLM judge's retries and upstream calls) ends each sample's work at its own deadline.
+SAMPLE_DEADLINES: ContextVar[tuple[float, ...] | None] = ContextVar("arbiter_sample_deadlines", default=None)
 
 
 @runtime_checkable

@@ -7,6 +7,7 @@ nothing here turns a failure into a number.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -14,12 +15,14 @@ from typing import Any
 
 from services.common.contract import Status
 from services.common.formula import Formula, FormulaError
+from services.judge_proxy.fencing import shown
 from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.parsing import (
     PARSER_VERSION,
     Found,
     ParseError,
+    Quotes,
     expected_value,
     looks_like_refusal,
     number_in,
@@ -60,6 +63,8 @@ class Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    fallback_verdicts: int = 0  # verdicts a fallback judge gave (the primary was unavailable)
+    response_cut: int = 0  # characters of the response the judge was not shown (too long)
 
     def add(self, completion: Completion) -> None:
         self.attempts += completion.attempts
@@ -96,6 +101,10 @@ def _schema(rubric: ScoreModelRubric | LabelModelRubric) -> dict[str, Any]:
     }
 
 
+class CutOffError(ParseError):
+    """The judge's reply ended at max_tokens: whatever it holds is not its final verdict."""
+
+
 class RubricEvaluator:
     def __init__(
         self,
@@ -105,7 +114,9 @@ class RubricEvaluator:
         retry: RetrySettings,
         cache_nondeterministic: bool,
         metrics: JudgeMetrics,
+        max_response_chars: int = 24_000,
     ) -> None:
+        self.max_response_chars = max_response_chars
         self.pool = pool
         self.cache = cache
         self.sampling = sampling
@@ -170,12 +181,14 @@ class RubricEvaluator:
         self, rubric: ScoreModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
     ) -> Outcome:
         low, high = rubric.range
+        quotes = _quotes(context)
 
         def read(completion: Completion) -> Verdict:
-            found = parse_score(completion.text, low, high)
+            _complete(completion)
+            found = parse_score(completion.text, low, high, rubric.verdict, quotes)
             return self._weighted(rubric, completion, found, number_in(low, high))
 
-        spec = ("score_model", low, high, rubric.logprobs, PARSER_VERSION)
+        spec = ("score_model", low, high, rubric.logprobs, rubric.verdict, PARSER_VERSION)
         verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
         passed = verdict.value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
         return Outcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
@@ -189,8 +202,11 @@ class RubricEvaluator:
             label = by_fold.get(token.casefold())
             return rubric.value_of(label) if label is not None else None
 
+        quotes = _quotes(context)
+
         def read(completion: Completion) -> Verdict:
-            found = parse_label(completion.text, rubric.labels)
+            _complete(completion)
+            found = parse_label(completion.text, rubric.labels, rubric.verdict, quotes)
             label = rubric.labels[int(found.value)]
             chosen = Found(value=rubric.value_of(label), text=label, start=found.start)
             verdict = self._weighted(rubric, completion, chosen, value_of)
@@ -202,6 +218,7 @@ class RubricEvaluator:
             rubric.passing_labels,
             sorted(rubric.label_values.items()),
             rubric.logprobs,
+            rubric.verdict,
             PARSER_VERSION,
         )
         verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
@@ -223,6 +240,12 @@ class RubricEvaluator:
         return Verdict(value=found.value, text=found.text, weighted=False)
 
     def request(self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any]) -> ChatRequest:
+        return self._request(rubric, context)[0]
+
+    def _request(
+        self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any]
+    ) -> tuple[ChatRequest, int]:
+        """The chat request, and how many characters of the response the judge is not shown."""
         overrides = rubric.sampling.model_dump(exclude_none=True)
         sampling = self.sampling.model_copy(update=overrides)
         params: dict[str, Any] = {
@@ -237,8 +260,9 @@ class RubricEvaluator:
             params["top_logprobs"] = sampling.top_logprobs
         if rubric.structured_output:
             params["response_format"] = _schema(rubric)
-        messages = tuple((m.role, _render(m.content, context)) for m in rubric.messages)
-        return ChatRequest(messages=messages, params=tuple(sorted(params.items())))
+        view = shown(context, self.max_response_chars)  # answers fenced and cut to size
+        messages = tuple((m.role, _render(m.content, view.context)) for m in rubric.messages)
+        return ChatRequest(messages=messages, params=tuple(sorted(params.items()))), view.cut_chars
 
     def deterministic(self, request: ChatRequest) -> bool:
         params = dict(request.params)
@@ -254,7 +278,8 @@ class RubricEvaluator:
         tally: Tally,
         name: str,
     ) -> Verdict:
-        request = self.request(rubric, context)
+        request, cut = self._request(rubric, context)
+        tally.response_cut = max(tally.response_cut, cut)
         primary = self.pool.primary_model
         cacheable = self.cache_nondeterministic or self.deterministic(request)
         key = request_key(primary, request, spec) if cacheable and primary else None
@@ -267,13 +292,18 @@ class RubricEvaluator:
                     completion = await self.pool.complete(request, deadline, rubric.logprobs)
                 except UpstreamError as exc:
                     tally.attempts += exc.attempts
+                    if exc.rejected:  # the request itself (its size): this sample's failure
+                        raise JudgeFailure(Status.INVALID_INPUT, exc.detail, "request_rejected") from exc
                     status = Status.TIMEOUT if exc.timed_out else Status.UPSTREAM_ERROR
                     raise JudgeFailure(status, exc.detail, "upstream_error") from exc
                 tally.add(completion)
                 try:
-                    return read(completion), completion.model == primary
+                    by_primary = completion.model == primary
+                    return dataclasses.replace(read(completion), primary=by_primary), by_primary
                 except ParseError as exc:
                     failure = self._unreadable(completion, exc, name)
+                    if isinstance(exc, CutOffError) and self.deterministic(request):
+                        break  # the same request would be cut the same way again
                 if deadline - time.monotonic() < MIN_ATTEMPT_S:
                     break  # no time for a re-ask
             if failure is None:
@@ -286,11 +316,15 @@ class RubricEvaluator:
             raise JudgeFailure(Status.TIMEOUT, exc.detail, "upstream_error") from exc
         tally.calls += 1
         tally.weighted += int(verdict.weighted)
+        tally.fallback_verdicts += int(not verdict.primary)
         if source != "upstream":
             tally.cache_hits += 1
         return verdict
 
     def _unreadable(self, completion: Completion, exc: ParseError, name: str) -> JudgeFailure:
+        if isinstance(exc, CutOffError):
+            self.metrics.verdict_failures.labels(name, "cut_off").inc()
+            return JudgeFailure(Status.GRADER_ERROR, f"{completion.upstream}: {exc}", "cut_off")
         if looks_like_refusal(completion.text, completion.finish_reason, completion.refusal):
             self.metrics.verdict_failures.labels(name, "refusal").inc()
             said = completion.refusal or completion.text
@@ -305,6 +339,22 @@ class RubricEvaluator:
         return JudgeFailure(
             Status.GRADER_ERROR, f"unreadable verdict from {completion.upstream}: {exc}", "parse_failed"
         )
+
+
+def _complete(completion: Completion) -> None:
+    """A reply cut at max_tokens is no verdict, whatever it holds (it may be quoting the response)."""
+    if completion.finish_reason == "length":
+        raise CutOffError(
+            f"the reply was cut at max_tokens ({completion.completion_tokens} tokens): raise the rubric's "
+            "sampling.max_tokens or ask for a shorter explanation"
+        )
+
+
+def _quotes(context: Mapping[str, Any]) -> Quotes:
+    """The texts a verdict must not be read from when the judge quotes them: the response."""
+    sample = context.get("sample")
+    response = sample.get("output_text") if isinstance(sample, Mapping) else None
+    return Quotes([response] if isinstance(response, str) else [])
 
 
 def _render(template: str, context: Mapping[str, Any]) -> str:

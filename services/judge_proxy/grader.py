@@ -20,7 +20,7 @@ from typing import Any
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.emergence import strip_eos
-from services.common.grader import GraderBase, config_hash
+from services.common.grader import SAMPLE_DEADLINES, GraderBase, config_hash
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.evaluate import JudgeFailure, Outcome, RubricEvaluator, Tally
 from services.judge_proxy.judge_cache import JudgeCache
@@ -50,6 +50,10 @@ LOG_KEYS = (
     "judge/refused",  # the judge refused
     "judge/upstream_error",  # no upstream answered in time
     "judge/len_corr",  # reward-length correlation over the rolling window (0 until defined)
+    "judge/response_cut",  # characters of the response the judge was not shown (over max_response_chars)
+    "judge/fallback_model",  # verdicts a fallback judge gave: the result is not cached
+    "judge/cut_off",  # the judge's reply ended at max_tokens: no verdict
+    "judge/request_rejected",  # the upstream refused the request itself (too long): this sample's failure
 )
 
 
@@ -72,7 +76,13 @@ class JudgeGrader(GraderBase):
         self.cache = cache
         self.metrics = metrics
         self.evaluator = RubricEvaluator(
-            pool, cache, settings.sampling, settings.retry, settings.cache_nondeterministic, metrics
+            pool,
+            cache,
+            settings.sampling,
+            settings.retry,
+            settings.cache_nondeterministic,
+            metrics,
+            settings.max_response_chars,
         )
         self._lengths = LengthCorrelation(settings.length_window)
         identity = {
@@ -97,8 +107,17 @@ class JudgeGrader(GraderBase):
         return self.metrics.registry
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        deadline = time.monotonic() + self.settings.budget_s
-        results = list(await asyncio.gather(*(self._grade(sample, deadline) for sample in samples)))
+        # Each sample's work ends when its caller stops waiting (the request's timeout_s or gRPC
+        # deadline, as the kit says), or at the judge's own budget: retries, backoff and upstream
+        # calls for a sample nobody waits for would hold slots and spend tokens for nothing.
+        budget = time.monotonic() + self.settings.budget_s
+        callers = SAMPLE_DEADLINES.get()
+        if callers is None or len(callers) != len(samples):
+            callers = (budget,) * len(samples)
+        graded = (
+            self._grade(sample, min(budget, until)) for sample, until in zip(samples, callers, strict=True)
+        )
+        results = list(await asyncio.gather(*graded))
         return self._with_length_bias(samples, results)
 
     async def aclose(self) -> None:
@@ -146,13 +165,15 @@ class JudgeGrader(GraderBase):
                 logs=logs,
             )
         score = float(outcome.passed) if outcome.passed is not None else outcome.reward
-        return Result(
+        result = Result(
             reward=outcome.reward,
             score=score,
             status=Status.OK,
             detail=self._detail(name, outcome, tally),
             logs=self._logs(tally, outcome, started),
         )
+        # A fallback judge's verdict stands in for the primary's while it is down: no cache keeps it.
+        return result.not_cached() if tally.fallback_verdicts else result
 
     @staticmethod
     def _detail(name: str, outcome: Outcome, tally: Tally) -> str:
@@ -163,6 +184,10 @@ class JudgeGrader(GraderBase):
             parts.append("logprob-weighted")
         if tally.calls and tally.cache_hits == tally.calls:
             parts.append("cached")
+        if tally.fallback_verdicts:
+            parts.append("fallback judge")
+        if tally.response_cut:
+            parts.append(f"the judge saw the response without {tally.response_cut} characters of its middle")
         return ", ".join(parts)
 
     @staticmethod
@@ -179,6 +204,8 @@ class JudgeGrader(GraderBase):
             "judge/completion_tokens": float(tally.completion_tokens),
             "judge/cost_usd": tally.cost_usd,
             "judge/latency_s": time.monotonic() - started,
+            "judge/response_cut": float(tally.response_cut),
+            "judge/fallback_model": float(tally.fallback_verdicts),
         }
 
     def _with_length_bias(self, samples: Sequence[Sample], results: list[Result]) -> list[Result]:

@@ -34,6 +34,7 @@ class Verdict:
     value: float  # on the rubric's own scale (a score, or the chosen label's value)
     text: str  # the verdict as the judge wrote it ("8", "CORRECT")
     weighted: bool  # value is a logprob-weighted expectation
+    primary: bool = True  # the primary judge said it (only such verdicts are stored)
 
     def to_result(self) -> Result:
         return Result(reward=self.value, score=float(self.weighted), detail=self.text)

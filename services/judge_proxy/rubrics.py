@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from services.common.formula import Formula
+from services.judge_proxy.parsing import VerdictFormat
 from services.judge_proxy.templating import validate
 
 BUILTIN_PACKAGE = "services.judge_proxy.builtin_rubrics"
@@ -54,6 +55,26 @@ class _ModelRubric(_Strict):
     logprobs: bool = Field(default=False, description="weight the verdict by the judge's top logprobs")
     structured_output: bool = Field(default=False, description="ask for JSON (response_format json_schema)")
     sampling: SamplingOverrides = Field(default_factory=SamplingOverrides)
+    verdict_format: Literal["auto", "brackets", "json", "result", "keyword", "any"] = Field(
+        default="auto",
+        description="the only verdict form read from the judge's reply: brackets [[8]], json "
+        '{"score": 8}, result [RESULT] 8, keyword "Rating: 8", any (all, the last one wins); auto: '
+        "json with structured_output, else the form the rubric's messages ask for ([[ or [RESULT]), else any",
+    )
+
+    @property
+    def verdict(self) -> VerdictFormat:
+        """The verdict form this rubric asked the judge for: nothing else in a reply counts."""
+        if self.verdict_format != "auto":
+            return self.verdict_format
+        if self.structured_output:
+            return "json"
+        text = "\n".join(message.content for message in self.messages)
+        if "[[" in text:
+            return "brackets"
+        if "[RESULT]" in text:
+            return "result"
+        return "any"
 
 
 class ScoreModelRubric(_ModelRubric):

@@ -64,7 +64,13 @@ class RetrySettings(BaseModel):
     backoff_max_s: float = Field(default=4.0, ge=0)
     max_retry_after_s: float = Field(default=60.0, ge=0, description="cap on a Retry-After we honour")
     cooldown_after_failures: int = Field(default=3, ge=1, description="consecutive failures before cooldown")
-    cooldown_s: float = Field(default=15.0, ge=0, description="a failing upstream gets no traffic this long")
+    cooldown_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="a failing upstream gets no traffic this long, but for one probe at a time when no "
+        "other upstream can take the call (half-open: a probe that succeeds ends the pause)",
+    )
+    probe_interval_s: float = Field(default=1.0, ge=0, description="after a failed probe, wait this long")
     parse_retries: int = Field(default=1, ge=0, description="re-asks after an unparsable or refused verdict")
 
 
@@ -135,6 +141,12 @@ class JudgeServiceSettings(ServerSettings):
     )
     length_window: int = Field(
         default=1024, ge=3, description="samples in the rolling reward-length correlation"
+    )
+    max_response_chars: int = Field(
+        default=24_000,
+        ge=256,
+        description="characters of a response (and of a pairwise baseline) a judge is shown; a longer "
+        "one loses its middle (judge/response_cut); the rubric and the reference are never cut",
     )
 
     @property

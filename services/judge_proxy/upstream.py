@@ -17,6 +17,7 @@ import email.utils
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,13 @@ from services.judge_proxy.settings import RateLimitSettings, RetrySettings, Upst
 log = logging.getLogger(__name__)
 
 _TIME_KINDS = frozenset({"timeout", "no_slot", "rate_limited"})
+# A 400 that says the request is too large for the model: the sample's failure, not the upstream's.
+_TOO_LARGE = re.compile(
+    r"context[ _-]?(?:length|window)|maximum context|too many tokens"
+    r"|(?:prompt|input|request|string) is too long|reduce the length|token limit"
+    r"|exceeds? the (?:model|maximum)|too large",
+    re.IGNORECASE,
+)
 MIN_ATTEMPT_S = 0.05  # less time than this left: not worth another attempt
 NO_UPSTREAM = (
     "judge_proxy has no upstream configured: add judge_proxy.upstreams "
@@ -91,22 +99,25 @@ class AttemptError(Exception):
         retry_after: float | None = None,
         retry_same: bool = True,
         counts: bool = True,
+        rejected: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
         self.retry_same = retry_same  # False: this upstream will not do better on this request
-        self.counts = counts  # False: not the upstream's fault (our queue, our rate limit)
+        self.counts = counts  # False: not the upstream's fault (our queue, our rate limit, the request)
+        self.rejected = rejected  # the request itself was refused (too long for the model)
 
 
 class UpstreamError(Exception):
     """No upstream produced a completion: attempts exhausted, deadline reached, or none configured."""
 
-    def __init__(self, detail: str, attempts: int, timed_out: bool = False) -> None:
+    def __init__(self, detail: str, attempts: int, timed_out: bool = False, rejected: bool = False) -> None:
         super().__init__(detail)
         self.detail = detail
         self.attempts = attempts
         self.timed_out = timed_out
+        self.rejected = rejected  # every upstream tried refused the request itself: the sample's fault
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -129,6 +140,10 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def excerpt_of(payload: bytes, limit: int = 2000) -> str:
+    return payload[:limit].decode("utf-8", "replace")
 
 
 def _logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -157,7 +172,10 @@ class Upstream:
         self._client: aiohttp.ClientSession | None = None
         self._url = settings.base_url.rstrip("/") + "/chat/completions"
         self.failures = 0
-        self.cooling_until = 0.0
+        self.cooling_until = 0.0  # no traffic before this instant (breaker or Retry-After), probes aside
+        self._told_until = 0.0  # the upstream's own Retry-After: never probed through
+        self._next_probe = 0.0  # after a failed probe, the next one waits probe_interval_s
+        self.probe: asyncio.Future[None] | None = None  # the half-open probe in flight, if any
         metrics.cooldown.labels(self.label).set_function(lambda: float(self.cooling(time.monotonic())))
         # children resolved once: labels() on every request is measurable at 1000+ requests/s
         self._ok = metrics.upstream_requests.labels(self.label, "ok")
@@ -191,15 +209,31 @@ class Upstream:
     def cooling(self, now: float) -> bool:
         return now < self.cooling_until
 
+    def probe_ready(self, now: float) -> bool:
+        """Half-open: while the breaker pauses this upstream, one request at a time may test it
+        (never through a Retry-After the upstream asked for)."""
+        return self.cooling(now) and self.probe is None and now >= self.next_try()
+
+    def next_try(self) -> float:
+        """When a call may go to this upstream next: a probe's turn, or the end of the pause."""
+        return min(self.cooling_until, max(self._told_until, self._next_probe))
+
     def _succeeded(self) -> None:
         self.failures = 0
+        self.cooling_until = min(self.cooling_until, self._told_until)  # it answers: the breaker closes
 
-    def _failed(self, error: AttemptError) -> None:
+    def _failed(self, error: AttemptError, probing: bool = False) -> None:
         now = time.monotonic()
         if error.retry_after is not None:
             pause = min(error.retry_after, self._retry.max_retry_after_s)
+            self._told_until = max(self._told_until, now + pause)
             self.cooling_until = max(self.cooling_until, now + pause)
         if not error.counts or error.kind == "http_429":
+            return
+        if probing:  # the probe failed: the breaker stays open for another pause
+            self.cooling_until = max(self.cooling_until, now + self._retry.cooldown_s)
+            self._next_probe = now + self._retry.probe_interval_s
+            self.failures = 0
             return
         self.failures += 1
         if self.failures >= self._retry.cooldown_after_failures and self._retry.cooldown_s > 0:
@@ -214,8 +248,24 @@ class Upstream:
             self.cooling_until = max(self.cooling_until, now + self._retry.cooldown_s)
             self.failures = 0
 
-    async def send(self, request: ChatRequest, deadline: float, logprobs: bool) -> Completion:
-        """One attempt; raises AttemptError. The slot and rate-limit waits count against `deadline`."""
+    async def send(
+        self, request: ChatRequest, deadline: float, logprobs: bool, probing: bool = False
+    ) -> Completion:
+        """One attempt; raises AttemptError. The slot and rate-limit waits count against `deadline`.
+
+        `probing`: the half-open probe of a paused upstream; its outcome closes or re-opens the breaker.
+        """
+        if not probing:
+            return await self._send(request, deadline, logprobs, probing)
+        self.probe = asyncio.get_running_loop().create_future()
+        try:
+            return await self._send(request, deadline, logprobs, probing)
+        finally:
+            probe, self.probe = self.probe, None
+            if probe is not None and not probe.done():
+                probe.set_result(None)
+
+    async def _send(self, request: ChatRequest, deadline: float, logprobs: bool, probing: bool) -> Completion:
         try:
             await self._attempt_slot(deadline)
         except AttemptError as error:
@@ -225,7 +275,7 @@ class Upstream:
             completion = await self._post(request, deadline, logprobs)
         except AttemptError as error:
             self._metrics.upstream_requests.labels(self.label, error.kind).inc()
-            self._failed(error)
+            self._failed(error, probing)
             raise
         finally:
             self._slots.release()
@@ -287,6 +337,10 @@ class Upstream:
             return AttemptError("http_429", message, retry_after=retry_after_seconds(headers))
         if code >= 500 or code in (408, 409):
             return AttemptError("http_5xx", message, retry_after=retry_after_seconds(headers))
+        if code == 413 or (code in (400, 422) and _TOO_LARGE.search(excerpt_of(payload))):
+            # The request is too large for this model (an overlong response): no sign of ill health,
+            # so it does not count toward the cooldown; another upstream may have a larger context.
+            return AttemptError("too_large", message, retry_same=False, counts=False, rejected=True)
         # 400/401/403/404/422: this upstream will answer the same again; another one may not.
         return AttemptError("http_4xx", message, retry_same=False)
 
@@ -350,6 +404,7 @@ class UpstreamPool:
             raise UpstreamError(NO_UPSTREAM, attempts=0)
         errors: list[str] = []
         attempts = 0
+        rejections = 0
         last_kind = ""
         excluded: set[int] = set()
         round_no = 0
@@ -360,18 +415,24 @@ class UpstreamPool:
                 now = time.monotonic()
                 if deadline - now < MIN_ATTEMPT_S:
                     raise self._failure(errors, attempts, timed_out=True)
+                probing = False
                 if upstream.cooling(now):
-                    continue
+                    # Paused by its breaker: when no other upstream can take the call, test it
+                    # (half-open) rather than fail every sample for the whole pause.
+                    if not (upstream.probe_ready(now) and self._nowhere_else(index, excluded, now)):
+                        continue
+                    probing = True
                 if attempts:
                     self._metrics.retries.labels(upstream.label, last_kind).inc()
                 attempts += 1
                 try:
                     completion = await upstream.send(
-                        request, deadline, logprobs and upstream.settings.supports_logprobs
+                        request, deadline, logprobs and upstream.settings.supports_logprobs, probing
                     )
                 except AttemptError as error:
                     errors.append(f"{upstream.label}: {error}")
                     last_kind = error.kind
+                    rejections += int(error.rejected)
                     if not error.retry_same:
                         excluded.add(index)
                     continue
@@ -380,7 +441,9 @@ class UpstreamPool:
                     self._metrics.fallbacks.inc()
                 return completion
             if attempts >= self._retry.max_attempts or len(excluded) == len(self.upstreams):
-                raise self._failure(errors, attempts, timed_out=last_kind in _TIME_KINDS)
+                failure = self._failure(errors, attempts, timed_out=last_kind in _TIME_KINDS)
+                failure.rejected = bool(attempts) and rejections == attempts
+                raise failure
             await self._pause(round_no, deadline, errors, attempts, excluded, last_kind)
             round_no += 1
 
@@ -397,7 +460,15 @@ class UpstreamPool:
         now = time.monotonic()
         delay = random.uniform(0.0, min(self._retry.backoff_max_s, self._retry.backoff_base_s * 2**round_no))
         usable = [u for i, u in enumerate(self.upstreams) if i not in excluded]
-        ready_at = min(u.cooling_until for u in usable)
+        probes = [u.probe for u in usable if u.probe is not None]
+        if probes and all(u.cooling(now) for u in usable):
+            # A probe is testing a paused upstream: its outcome decides, not the pause's end.
+            remaining = deadline - MIN_ATTEMPT_S - now
+            if remaining <= 0:
+                raise self._failure(errors, attempts, timed_out=True)
+            await asyncio.wait(probes, timeout=remaining)
+            return
+        ready_at = min(u.next_try() for u in usable)  # the end of a pause, or a probe's turn
         delay = max(delay, ready_at - now)
         if now + delay > deadline - MIN_ATTEMPT_S:
             if ready_at - now > deadline - now:
@@ -405,6 +476,10 @@ class UpstreamPool:
             # Out of time: a TIMEOUT when time is what the upstreams lacked, else their errors.
             raise self._failure(errors, attempts, timed_out=last_kind in _TIME_KINDS or not errors)
         await asyncio.sleep(delay)
+
+    def _nowhere_else(self, index: int, excluded: set[int], now: float) -> bool:
+        """Every other upstream this call may use is paused too (or there is no other)."""
+        return all(u.cooling(now) for i, u in enumerate(self.upstreams) if i != index and i not in excluded)
 
     def _failure(self, errors: list[str], attempts: int, timed_out: bool) -> UpstreamError:
         if not errors:

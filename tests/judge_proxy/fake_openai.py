@@ -13,8 +13,12 @@ Keys:
   logprobs: {tok: lp} top_logprobs at the verdict's token (every token carries logprobs when asked)
   prefer: M, over: N  pairwise: "[[A]]" when M appears before N in the request, else "[[B]]"
   always: "A"        pairwise with pure position bias
+  quote: "before"|"after"  the reply quotes the (first fenced) answer before or after its own verdict
+  finish: "length"   the reply's finish_reason (a reply cut at max_tokens)
+  error: TEXT        the error message of a scripted status
+  gone: true         wait (delay) watching the client: a request the client abandons is counted
 Counters: `requests` (every body and its Authorization header), `count`, `by_key`, `peak_inflight`,
-`arrivals`.
+`arrivals`, `abandoned` (requests whose client left before the answer).
 Runs in-process (`async with FakeOpenAI() as fake`) or as `python -m tests.judge_proxy.fake_openai`.
 """
 
@@ -38,6 +42,7 @@ from starlette.routing import Route
 from services.common.server import AsgiServer
 
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
+FENCED = re.compile(r"<<<answer-(\w+)>>>\n(.*?)\n<<<end-answer-\1>>>", re.DOTALL)
 _TOKEN = re.compile(r"\d|[A-Za-z]+|\s+|[^\w\s]")
 
 
@@ -63,6 +68,7 @@ class FakeOpenAI:
         self.inflight = 0
         self.peak_inflight = 0
         self.arrivals: list[float] = []  # time.monotonic() of every request
+        self.abandoned = 0
         self.keep_bodies = True
         self.port = 0
         self._stopping = asyncio.Event()
@@ -128,16 +134,19 @@ class FakeOpenAI:
             key = str(script.get("id", found.group(1)))
         self.by_key[key] += 1
         delay = self.latency_s + float(script.get("delay", 0.0))
-        if delay:
+        if delay and script.get("gone"):
+            if await self._client_left(request, delay):
+                self.abandoned += 1
+                return Response(status_code=499)
+        elif delay:
             await asyncio.sleep(delay)
         if script.get("hang"):
             await self._stopping.wait()
             return Response(status_code=503)
         if "status" in script and self.by_key[key] <= int(script.get("times", 1 << 30)):
             headers = {"retry-after": str(script["retry_after"])} if "retry_after" in script else {}
-            return JSONResponse(
-                {"error": {"message": f"scripted {script['status']}"}}, script["status"], headers=headers
-            )
+            message = str(script.get("error", f"scripted {script['status']}"))
+            return JSONResponse({"error": {"message": message}}, script["status"], headers=headers)
         if script.get("malformed") == "json":
             return Response(b"<html>bad gateway</html>", 200, media_type="application/json")
         if script.get("malformed") == "no_choices":
@@ -147,7 +156,7 @@ class FakeOpenAI:
     def _completion(self, body: dict[str, Any], text: str, script: dict[str, Any]) -> dict[str, Any]:
         content, verdict = self._reply(text, script)
         message: dict[str, Any] = {"role": "assistant", "content": content}
-        finish = "stop"
+        finish = str(script.get("finish", "stop"))
         if script.get("refuse") and script.get("refusal_field"):
             message = {"role": "assistant", "content": None, "refusal": content}
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
@@ -178,7 +187,27 @@ class FakeOpenAI:
         }
 
     @staticmethod
-    def _reply(text: str, script: dict[str, Any]) -> tuple[str, str]:
+    async def _client_left(request: Request, delay: float) -> bool:
+        """Sleep `delay`, watching for the client to go away; True when it did."""
+        until = time.monotonic() + delay
+        while (left := until - time.monotonic()) > 0:
+            if await request.is_disconnected():
+                return True
+            await asyncio.sleep(min(0.02, left))
+        return False
+
+    @classmethod
+    def _reply(cls, text: str, script: dict[str, Any]) -> tuple[str, str]:
+        content, verdict = cls._verdict(text, script)
+        if "quote" in script:
+            fenced = FENCED.search(text)
+            answer = DIRECTIVE.sub("", fenced.group(2) if fenced else text)
+            quoted = f'The answer under review says: "{answer}".'
+            content = f"{quoted} {content}" if script["quote"] == "before" else f"{content} {quoted}"
+        return content, verdict
+
+    @staticmethod
+    def _verdict(text: str, script: dict[str, Any]) -> tuple[str, str]:
         if script.get("refuse"):
             return "I'm sorry, but I can't help with evaluating this conversation.", ""
         if "reply" in script:

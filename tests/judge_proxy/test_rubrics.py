@@ -75,8 +75,11 @@ async def test_pairwise_swaps_positions(fake: FakeOpenAI, make_grader: Make) -> 
     assert (worse.reward, worse.score) == (0.0, 0.0)
     assert (biased.reward, biased.score) == (0.5, 0.0)  # a judge that always says "A" gives nothing away
     assert better.logs["judge/calls"] == 2.0 and fake.count == 6
-    firsts = [r.body["messages"][1]["content"].split("A's Answer]\n")[1][:4] for r in fake.requests]
-    assert sorted(firsts) == ["BAD\n"] * 3 + ["GOOD"] * 3  # every sample asked in both orders
+    # Each answer sits in its own fence: its first line is the one after the fence's.
+    firsts = [
+        r.body["messages"][1]["content"].split("A's Answer]\n")[1].split("\n")[1] for r in fake.requests
+    ]
+    assert sorted(firsts) == ["BAD"] * 3 + ["GOOD"] * 3  # every sample asked in both orders
 
 
 async def test_pairwise_from_metadata_and_missing_baseline(fake: FakeOpenAI, make_grader: Make) -> None:

@@ -1,0 +1,65 @@
+"""What a judge is shown of an answer: fenced by a tag it cannot forge, and cut to a size.
+
+A response is the policy's text: it can try to close the rubric's answer section and write
+"grader notes" after it. Each answer a model rubric shows goes between two lines carrying a
+tag derived from the answer itself (the first 16 hex digits of its SHA-256): to write the
+closing fence inside itself, a response would have to contain its own hash. Being a function
+of the text, the tag keeps identical requests identical, so the judge cache still works.
+
+An answer longer than `max_chars` loses its middle (its start and end stay, with a line that
+says how much was cut); the rubric's instructions and the reference are never cut. Only
+what the judge sees is fenced and cut: string_check rubrics compare the response as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Context values that are answers: the response (both names) and a pairwise baseline.
+_SAMPLE_ANSWERS = ("output_text", "response")
+_ITEM_ANSWERS = ("baseline",)
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    context: dict[str, Any]
+    cut_chars: int  # characters of the response the judge does not see
+
+
+def tag_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def cut_middle(text: str, max_chars: int) -> tuple[str, int]:
+    """`text` with its middle replaced by a note when longer than `max_chars`; and how much went."""
+    if len(text) <= max_chars:
+        return text, 0
+    cut = len(text) - max_chars
+    head = max_chars // 2
+    note = f"\n[... {cut} characters of this answer cut here ...]\n"
+    return text[:head] + note + text[len(text) - (max_chars - head) :], cut
+
+
+def fence(text: str) -> str:
+    tag = tag_of(text)
+    return f"<<<answer-{tag}>>>\n{text}\n<<<end-answer-{tag}>>>"
+
+
+def shown(context: Mapping[str, Any], max_chars: int) -> Shown:
+    """The template context a model rubric renders: every answer cut to size and fenced."""
+    sample = dict(context.get("sample") or {})
+    item = dict(context.get("item") or {})
+    cut_chars = 0
+    response = sample.get("output_text")
+    if isinstance(response, str):
+        text, cut_chars = cut_middle(response, max_chars)
+        fenced = fence(text)
+        sample.update(dict.fromkeys(_SAMPLE_ANSWERS, fenced))
+    for key in _ITEM_ANSWERS:
+        value = item.get(key)
+        if isinstance(value, str):
+            item[key] = fence(cut_middle(value, max_chars)[0])
+    return Shown({**context, "sample": sample, "item": item}, cut_chars)
