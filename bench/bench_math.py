@@ -1,6 +1,13 @@
-"""Math grader benchmark: Arbiter's MathGrader vs Math-Verify on a GRPO-shaped workload.
+"""Math grader benchmark: Arbiter's MathGrader vs Math-Verify on a GRPO-shaped workload,
+and both graders' agreement with labelled corpora.
 
-    .venv/bin/python bench/bench_math.py [--refs 64] [--per-ref 16] [--seed 0]
+    .venv/bin/python bench/bench_math.py [--refs 64] [--per-ref 16] [--seed 0] [--mv-sample 1]
+
+Agreement is printed for three labelled corpora: the hand-written cases
+(tests/reward_rules/math_corpus.py and test_math_answers.py), the generated differential
+corpus (tests/reward_rules/math_gen/corpus.jsonl) and the development set
+(../shared/corpora/math_extraction_dev.jsonl, when present). `--mv-sample N` grades
+every N-th differential case with Math-Verify (it takes minutes on all of them).
 
 Workload: `refs` references x `per_ref` long chain-of-thought responses each (like one
 GRPO step with n_samples_per_prompt = per_ref), a mix of right answers in other forms,
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import sys
@@ -29,6 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from services.common.contract import Sample, Status
 from services.common.procs import percentile
 from services.reward_rules.math import MathConfig, MathGrader
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV_SET = ROOT.parent / "shared" / "corpora" / "math_extraction_dev.jsonl"
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,8 @@ BASE: list[Problem] = [
     ),
     Problem("1-\\frac{1}{e}", ("1-e^{-1}", "\\frac{e-1}{e}"), ("1+\\frac{1}{e}", "1")),
     Problem("\\frac{1}{2^{99}}", ("2^{-99}", "\\frac{1}{2^{99}}"), ("\\frac{1}{2^{98}}", "0")),
-    Problem("25\\%", ("25\\%", "0.25", "\\frac14"), ("2.5\\%", "0.025")),
+    # The default percent rule: a percent sign is a unit (25% answers 25, not 0.25).
+    Problem("25\\%", ("25\\%", "25", "25.0\\%"), ("2.5\\%", "0.025", "0.25")),
     Problem("x > 3", ("(3, \\infty)", "3 < x"), ("x \\ge 3", "[3,\\infty)")),
     Problem("3+4i", ("4i+3", "3 + 4\\mathrm{i}"), ("3-4i", "5")),
     Problem(
@@ -155,10 +167,18 @@ async def run_ours(samples: list[Sample], batch: int) -> tuple[list[bool], float
         await grader.aclose()
 
 
+def _mv_gold(label: str) -> str:
+    """A reference as Math-Verify's docs pass it: LaTeX inside math delimiters."""
+    bare = label.replace(",", "").replace(".", "").lstrip("-")
+    if bare.isdigit() or label.startswith(("$", "\\(", "\\[")) or "\\boxed" in label:
+        return label
+    return f"${label}$"
+
+
 def run_math_verify(samples: list[Sample]) -> tuple[list[bool], float, int, list[float]]:
     import logging
 
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # type: ignore[import-untyped]
 
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     verdicts: list[bool] = []
@@ -168,7 +188,7 @@ def run_math_verify(samples: list[Sample]) -> tuple[list[bool], float, int, list
     for sample in samples:
         t0 = time.perf_counter()
         try:
-            verdicts.append(bool(verify(parse(sample.label), parse(sample.response))))
+            verdicts.append(bool(verify(parse(_mv_gold(sample.label)), parse(sample.response))))
         except Exception:
             errors += 1
             verdicts.append(False)
@@ -180,6 +200,48 @@ def agreement(verdicts: list[bool], truth: list[bool]) -> float:
     return sum(v == t for v, t in zip(verdicts, truth, strict=True)) / len(truth)
 
 
+def labelled_corpora(mv_sample: int) -> list[tuple[str, list[Sample], list[bool], int]]:
+    """(name, samples, labels, Math-Verify stride) for every labelled corpus at hand."""
+    from tests.reward_rules.math_corpus import CASES
+    from tests.reward_rules.math_gen.generate import CORPUS
+    from tests.reward_rules.test_math_answers import CASES as ANSWERS
+
+    hand = [(label, response, correct) for _, label, response, correct in CASES + ANSWERS]
+    corpora = [("hand-written", hand, 1)]
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    generated = [(r["reference"], r["response"], r["expected"]) for r in rows]
+    corpora.append(("differential", generated, mv_sample))
+    if DEV_SET.exists():
+        rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines()]
+        corpora.append(("dev set", [(r["reference"], r["response"], r["expected"]) for r in rows], 1))
+    return [
+        (name, [Sample(response=r, label=label) for label, r, _ in cases], [c for *_, c in cases], stride)
+        for name, cases, stride in corpora
+    ]
+
+
+def report_agreement(mv_sample: int) -> None:
+    """Agreement with the labels: this grader on every case, Math-Verify on every stride-th."""
+    for name, samples, truth, stride in labelled_corpora(mv_sample):
+        ours, _, _, _, _ = asyncio.run(run_ours(samples, 256))
+        subset = list(range(0, len(samples), stride))
+        theirs, _, _, _ = run_math_verify([samples[i] for i in subset])
+        sub_truth = [truth[i] for i in subset]
+        ours_sub = [ours[i] for i in subset]
+        paid = sum(o and not t for o, t in zip(ours, truth, strict=True))
+        missed = sum(t and not o for o, t in zip(ours, truth, strict=True))
+        mv_paid = sum(o and not t for o, t in zip(theirs, sub_truth, strict=True))
+        mv_missed = sum(t and not o for o, t in zip(theirs, sub_truth, strict=True))
+        print(
+            f"agreement {name:13s}: arbiter {agreement(ours, truth):6.1%} "
+            f"({sum(o == t for o, t in zip(ours, truth, strict=True))}/{len(truth)}; "
+            f"wrong paid {paid}, right missed {missed})   math-verify {agreement(theirs, sub_truth):6.1%} "
+            f"({sum(o == t for o, t in zip(theirs, sub_truth, strict=True))}/{len(sub_truth)}; "
+            f"wrong paid {mv_paid}, right missed {mv_missed})"
+            + (f"  [arbiter on the same subset {agreement(ours_sub, sub_truth):6.1%}]" if stride > 1 else "")
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,6 +250,8 @@ def main() -> None:
     parser.add_argument("--per-ref", type=int, default=16)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mv-sample", type=int, default=1, help="Math-Verify on every N-th generated case")
+    parser.add_argument("--no-agreement", action="store_true", help="throughput only")
     args = parser.parse_args()
 
     samples, truth = make_workload(args.refs, args.per_ref, args.seed)
@@ -213,6 +277,8 @@ def main() -> None:
         f"(without pathological samples: {len(plain) / sum(plain):.1f} samples/s)"
     )
     print(f"speedup      : {ours_rate / theirs_rate:8.1f}x")
+    if not args.no_agreement:
+        report_agreement(max(1, args.mv_sample))
 
 
 if __name__ == "__main__":
