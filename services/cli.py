@@ -166,7 +166,7 @@ def score(
     from services.evaluate.scorers import ScoringAborted
 
     settings = _settings(config)
-    if url is None and grader not in catalog.grader_names():
+    if url is None and catalog.owner(grader) is None:
         err.print(f"[red]unknown grader {grader!r}; available: {', '.join(catalog.grader_names())}[/red]")
         raise typer.Exit(2)
     columns = ColumnMap(

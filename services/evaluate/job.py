@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from services.evaluate.outputs import summarize, write_outputs
-from services.evaluate.runner import RunOutcome, RunPlan, check_score_files, run, run_local
+from services.evaluate.runner import RunOutcome, RunPlan, check_score_files, run, run_scorer
 from services.evaluate.scorers import EngineScorer, RemoteScorer
 from services.evaluate.tables import print_summary
 from services.settings import ArbiterSettings
@@ -28,11 +29,16 @@ class Backend:
     ray_cpus: int | None = None
 
 
+async def _done() -> None:
+    return None
+
+
 async def _score(
     plan: RunPlan, backend: Backend, settings: ArbiterSettings, console: Console | None
-) -> RunOutcome:
+) -> tuple[RunOutcome, Awaitable[None]]:
+    """The run's outcome, and the scorer's shutdown still in progress (await it)."""
     if backend.url:
-        return await run_local(plan, RemoteScorer(backend.url), console, source=backend.url)
+        return await run_scorer(plan, RemoteScorer(backend.url), console, source=backend.url)
     if backend.ray or backend.ray_address:
         from services.evaluate.ray_runner import RayScorer
 
@@ -47,14 +53,14 @@ async def _score(
         try:
             info = await ray_scorer.start()
             ray_plan = RunPlan(**{**plan.__dict__, "window": ray_scorer.window})
-            return await run(ray_plan, info, ray_scorer.chunk_scorer(), "ray", console)
+            return await run(ray_plan, info, ray_scorer.chunk_scorer(), "ray", console), _done()
         finally:
             ray_scorer.stop()
     from services import catalog
 
     grader = catalog.build_named_grader(backend.grader, settings)
-    server = catalog.service(catalog.grader_names()[backend.grader]).server_settings(settings)
-    return await run_local(plan, EngineScorer(grader, server, settings), console)
+    server = catalog.service(catalog.owner(backend.grader) or backend.grader).server_settings(settings)
+    return await run_scorer(plan, EngineScorer(grader, server, settings), console)
 
 
 async def score_job(
@@ -68,9 +74,12 @@ async def score_job(
     report_path: Path | None = None,
 ) -> dict[str, Any]:
     check_score_files(plan, summary_path, report_path)  # before any work: refuse what may not be written
-    outcome = await _score(plan, backend, settings, console)
-    summary, agg = summarize(plan, outcome, ks, threshold)
-    write_outputs(summary, agg, summary_path, report_path)
+    outcome, stopping = await _score(plan, backend, settings, console)
+    try:  # in a thread: the grader's shutdown (pools, sandboxes) overlaps the summary
+        summary, agg = await asyncio.to_thread(summarize, plan, outcome, ks, threshold)
+        await asyncio.to_thread(write_outputs, summary, agg, summary_path, report_path)
+    finally:
+        await stopping
     if console is not None:
         print_summary(summary, console)
         written = [str(p) for p in (summary_path, report_path) if p is not None]

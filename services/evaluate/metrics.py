@@ -109,6 +109,31 @@ def default_ks(largest_group: int) -> list[int]:
     return ks
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What every group needs from one output record, read once (not once per group)."""
+
+    reward: float
+    score: float
+    status: str
+    logs: tuple[tuple[str, float], ...]  # the emergence means' keys only
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> _Row:
+        logs = record.get("logs") or {}
+        kept = tuple(
+            (key, float(value))
+            for key, value in (logs.items() if isinstance(logs, dict) else ())
+            if key.startswith(_MEAN_LOG_PREFIXES) and isinstance(value, int | float)
+        )
+        return cls(
+            float(record.get("reward", 0.0)),
+            float(record.get("score", 0.0)),
+            str(record.get("status", "?")),
+            kept,
+        )
+
+
 @dataclass
 class Group:
     """Running totals of one datasource (or of all rows)."""
@@ -122,15 +147,15 @@ class Group:
     log_sums: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     prompts: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
 
-    def add(self, prompt_id: str, vote: str, ok: bool, record: dict[str, Any]) -> None:
+    def add(self, prompt_id: str, vote: str, ok: bool, row: _Row) -> None:
         self.rows += 1
-        self.reward_sum += float(record.get("reward", 0.0))
-        self.score_sum += float(record.get("score", 0.0))
+        self.reward_sum += row.reward
+        self.score_sum += row.score
         self.correct += ok
-        self.statuses[str(record.get("status", "?"))] += 1
-        for key, value in (record.get("logs") or {}).items():
-            if key.startswith(_MEAN_LOG_PREFIXES) and isinstance(value, int | float):
-                self.log_sums[key] += float(value)
+        self.statuses[row.status] += 1
+        sums = self.log_sums
+        for key, value in row.logs:
+            sums[key] += value
         self.prompts.setdefault(prompt_id, []).append((vote, ok))
 
     def add_unusable(self, record: dict[str, Any]) -> None:
@@ -201,9 +226,10 @@ class Aggregate:
         else:
             prompt_id = raw_id if isinstance(raw_id, str) else json.dumps(raw_id, sort_keys=True, default=str)
         vote = self._vote(record, ok)
-        self.groups[OVERALL].add(f"{datasource}\x00{prompt_id}", vote, ok, record)
-        self.groups.setdefault(datasource, Group()).add(prompt_id, vote, ok, record)
-        self.rewards.append(float(record.get("reward", 0.0)))
+        row = _Row.of(record)
+        self.groups[OVERALL].add(f"{datasource}\x00{prompt_id}", vote, ok, row)
+        self.groups.setdefault(datasource, Group()).add(prompt_id, vote, ok, row)
+        self.rewards.append(row.reward)
         self.lengths.append(float((record.get("logs") or {}).get("response/chars", 0.0)))
 
     def _vote(self, record: dict[str, Any], ok: bool) -> str:

@@ -202,14 +202,26 @@ async def run(
     return RunOutcome(total=total, resumed_from=start, grader=grader, manifest=manifest)
 
 
+async def run_scorer(
+    plan: RunPlan, scorer: Scorer, console: Console | None = None, source: str = "in-process"
+) -> tuple[RunOutcome, asyncio.Future[None]]:
+    """Start the scorer and run the plan through it; its stop (worker pools shutting down) runs
+    in the background, so the summary is computed meanwhile: the caller awaits the future."""
+    await scorer.start()
+    try:
+        outcome = await run(
+            plan, scorer.info, lambda rows: score_rows(scorer, rows, plan.columns), source, console
+        )
+    except BaseException:
+        await scorer.stop()
+        raise
+    return outcome, asyncio.ensure_future(scorer.stop())
+
+
 async def run_local(
     plan: RunPlan, scorer: Scorer, console: Console | None = None, source: str = "in-process"
 ) -> RunOutcome:
     """Start the scorer, run the plan through it, stop it whatever happens."""
-    await scorer.start()
-    try:
-        return await run(
-            plan, scorer.info, lambda rows: score_rows(scorer, rows, plan.columns), source, console
-        )
-    finally:
-        await scorer.stop()
+    outcome, stopping = await run_scorer(plan, scorer, console, source)
+    await stopping
+    return outcome

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from services.common.cache import make_cache
-from services.common.client import ArbiterClient
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.engine import ScoringEngine
 from services.common.grader import Grader
 from services.common.settings import KitSettings, ServerSettings
+
+if TYPE_CHECKING:
+    from services.common.client import ArbiterClient
 
 T = TypeVar("T")
 
@@ -36,10 +38,18 @@ class Scorer(Protocol):
 
 
 class EngineScorer:
-    """The same ScoringEngine the servers run: batching, deadlines, fallbacks, emergence logs."""
+    """The same ScoringEngine the servers run: batching, deadlines, fallbacks, emergence logs.
+
+    A chunk goes to the engine one grader batch at a time, at most `max_concurrent_batches` at
+    once, so every sample's deadline starts when the grader can take it: an eval set queued
+    behind itself (a window of chunks, a slow code or judge grader) never times out waiting.
+    The grader still sees as many batches at once as a server would give it.
+    """
 
     def __init__(self, grader: Grader, server: ServerSettings, settings: KitSettings) -> None:
         self.engine = ScoringEngine(grader, server, make_cache(settings.cache), settings.emergence)
+        self._batch = server.batch.max_batch_size
+        self._slots = asyncio.Semaphore(server.batch.max_concurrent_batches)
 
     @property
     def info(self) -> GraderInfo:
@@ -52,7 +62,13 @@ class EngineScorer:
         await self.engine.stop()
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        return await self.engine.score(samples) if samples else []
+        parts = [samples[i : i + self._batch] for i in range(0, len(samples), self._batch)]
+        scored = await asyncio.gather(*(self._score_batch(part) for part in parts))
+        return [result for part in scored for result in part]
+
+    async def _score_batch(self, samples: Sequence[Sample]) -> list[Result]:
+        async with self._slots:  # the deadline starts here, not while queued behind other chunks
+            return await self.engine.score(samples)
 
     def invalid(self, detail: str) -> Result:
         return self.engine.finish_fallback(None, Status.INVALID_INPUT, detail)
@@ -60,6 +76,8 @@ class EngineScorer:
 
 def client_for(url: str, timeout_s: float = 120.0) -> ArbiterClient:
     """`grpc://host:port` speaks gRPC; anything else is the service's HTTP base URL."""
+    from services.common.client import ArbiterClient  # httpx and grpc load only to score remotely
+
     if url.startswith("grpc://"):
         return ArbiterClient(grpc_target=url.removeprefix("grpc://"), timeout_s=timeout_s)
     base = url.rstrip("/").removesuffix("/get_reward").removesuffix("/v1/score")
