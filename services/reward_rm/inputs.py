@@ -127,8 +127,13 @@ class InputBuilder:
         before, found, after = render(_SENTINEL).rpartition(_SENTINEL)
         if not found:  # the template drops the assistant's content: nothing to place
             return Pieces(render(response), "", "", templated=True)
-        # A template that rewrites the content (reasoning stripped, trimmed) renders it its way;
-        # the response text then goes between the template's own parts unchanged.
+        # The template's own rendering when it only places (or trims) the content: the exact text
+        # HF's apply_chat_template gives. One that rewrites it (reasoning stripped) cannot be split
+        # safely: the response text then goes between the template's parts unchanged.
+        real = render(response)
+        for placed in (response, response.strip()):
+            if before + placed + after == real:
+                return Pieces(before, placed, after, templated=True)
         return Pieces(before, response, after, templated=True)
 
     def _ending(self, pieces: Pieces) -> Pieces:

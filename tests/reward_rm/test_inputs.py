@@ -9,7 +9,7 @@ import pytest
 from services.common.contract import Sample
 from services.reward_rm.inputs import InputBuilder
 from services.reward_rm.settings import RMServiceSettings
-from tests.reward_rm.tiny_checkpoints import build_tokenizer
+from tests.reward_rm.tiny_checkpoints import CHAT_TEMPLATE, build_tokenizer
 
 QUERY_PROMPT = "<s><|im_start|>user\nis two plus two four<|im_end|>\n<|im_start|>assistant\n"
 
@@ -172,3 +172,13 @@ def test_plain_responses_are_tokenized_in_one_pass(tokenizer: Any) -> None:
 def test_empty_input_is_a_problem_not_a_score(tokenizer: Any) -> None:
     [empty] = builder(tokenizer, append_eos=False, chat_template="never").encode([Sample(response="")])
     assert empty.problem
+
+
+def test_a_template_that_trims_the_content_gives_its_own_text() -> None:
+    trimming = build_tokenizer()
+    trimming.chat_template = CHAT_TEMPLATE.replace("message['content']", "message['content'] | trim")
+    sample = Sample(prompt="is two plus two four", response="  yes it is  \n")
+    b = builder(trimming, append_eos=False)
+    messages = [{"role": "user", "content": sample.prompt}, {"role": "assistant", "content": sample.response}]
+    assert b.text(sample) == (trimming.apply_chat_template(messages, tokenize=False), True)
+    assert b.pieces(sample).response == "yes it is"
