@@ -52,6 +52,11 @@ class CodeConfig(BaseModel):
         description="largest encoded value a function test's call may return (assert/check tests); "
         "call tests allow what their expected value can need",
     )
+    seccomp: bool = Field(
+        default=True,
+        description="seccomp filter in the sandbox (io_uring, keyctl, bpf, perf_event_open, ptrace... "
+        "answer EPERM); needs libseccomp (pyseccomp), else a warning and no filter",
+    )
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
     python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
     sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

@@ -128,7 +128,12 @@ class CodeGrader(GraderBase):
 
     def _local_pool(self, warm: int) -> SandboxPool:
         return SandboxPool(
-            self.runner, self._limits(), mode=self.config.sandbox, warm=warm, host_uid=self.config.sandbox_uid
+            self.runner,
+            self._limits(),
+            mode=self.config.sandbox,
+            warm=warm,
+            host_uid=self.config.sandbox_uid,
+            seccomp=self.config.seccomp,
         )
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:

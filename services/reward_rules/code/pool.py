@@ -20,6 +20,7 @@ from pathlib import Path
 from services.reward_rules.code.cgroups import CgroupManager, SandboxCgroup
 from services.reward_rules.code.runner import LanguageRunner
 from services.reward_rules.code.sandbox import Limits, Mode, Sandbox, bwrap_path
+from services.reward_rules.code.seccomp import filter_program
 
 log = logging.getLogger(__name__)
 STARTERS = 2  # launch threads: a launch mostly waits on fork/exec and cgroupfs, not on the GIL
@@ -35,6 +36,7 @@ class SandboxPool:
         warm: int,
         host_uid: int,
         use_cgroups: bool = True,
+        seccomp: bool = True,
     ) -> None:
         self.runner = runner
         self.limits = limits
@@ -43,6 +45,7 @@ class SandboxPool:
         self.host_uid = host_uid
         self.bwrap = bwrap_path() if mode == "bwrap" else None
         runner.prepare()
+        self.seccomp = filter_program() if seccomp and mode == "bwrap" else None
         self.cgroups = CgroupManager.detect() if use_cgroups else None
         if self.cgroups is None:
             log.warning(
@@ -102,6 +105,7 @@ class SandboxPool:
                 bwrap=self.bwrap,
                 cgroup=cgroup,
                 host_uid=self.host_uid,
+                seccomp=self.seccomp,
             )
         except BaseException:
             if cgroup is not None:

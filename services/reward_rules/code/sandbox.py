@@ -3,7 +3,8 @@
 The launcher is exec'd with an empty environment (so the sandbox's pid 1 has nothing to show
 in /proc/1/environ) after moving itself into the sandbox's cgroups and, when the grader is
 root, dropping to an unprivileged host uid; bwrap then builds fresh user, pid, net, ipc, uts
-and mount namespaces with the system read-only and a size-capped tmpfs as the work dir.
+and mount namespaces with the system read-only and a size-capped tmpfs as the work dir, and
+loads a seccomp filter (seccomp.py) before the harness starts.
 Every read from the sandbox polls its stderr too, so a chatty candidate never blocks on a
 full pipe, and keeps only a capped tail of it. The grader kills from outside: SIGKILL to
 bwrap (its pid namespace dies with it) and to every process left in the cgroups.
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 from services.reward_rules.code.cgroups import SandboxCgroup
 from services.reward_rules.code.runner import LanguageRunner
+from services.reward_rules.code.seccomp import filter_fd
 
 _HEADER = struct.Struct(">I")
 SANDBOX_UID = 1000  # the candidate's uid inside the sandbox's user namespace
@@ -67,7 +69,9 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def bwrap_argv(bwrap: str, runner: LanguageRunner, limits: Limits) -> list[str]:
+def bwrap_argv(
+    bwrap: str, runner: LanguageRunner, limits: Limits, seccomp_fd: int | None = None
+) -> list[str]:
     argv = [
         bwrap,
         "--unshare-all",
@@ -90,6 +94,8 @@ def bwrap_argv(bwrap: str, runner: LanguageRunner, limits: Limits) -> list[str]:
     argv += ["--clearenv"]
     for key, value in _ENV.items():
         argv += ["--setenv", key, value]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--", *runner.argv()]
 
 
@@ -136,6 +142,7 @@ class Sandbox:
         bwrap: str | None,
         cgroup: SandboxCgroup | None,
         host_uid: int,
+        seccomp: bytes | None = None,
     ) -> None:
         self.limits = limits
         self.cgroup = cgroup
@@ -146,10 +153,12 @@ class Sandbox:
         self._buffer = bytearray()
         self._ready = False
         self._workdir: str | None = None
+        seccomp_fd: int | None = None
         if mode == "bwrap":
             if bwrap is None:
                 raise SandboxError("start", "bubblewrap (bwrap) is not installed")
-            argv, cwd = bwrap_argv(bwrap, runner, limits), "/"
+            seccomp_fd = filter_fd(seccomp) if seccomp is not None else None
+            argv, cwd = bwrap_argv(bwrap, runner, limits, seccomp_fd), "/"
         else:
             self._workdir = tempfile.mkdtemp(prefix="arbiter-code-unsafe-")
             if os.getuid() == 0:
@@ -158,15 +167,20 @@ class Sandbox:
         command, env = launcher_argv(argv, cgroup, host_uid, limits)
         if mode == "unsafe":
             env.update(_ENV)
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            close_fds=True,
-        )
+        try:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                close_fds=True,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            )
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         assert self.process.stdin and self.process.stdout and self.process.stderr
         self._ctl_in = self.process.stdin.fileno()
         self._ctl_out = self.process.stdout.fileno()
