@@ -180,6 +180,8 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
                 parsed=True,
                 prediction=extraction.text.upper(),
             )
+        if extraction is None:  # no letter at all: the option's text may be written out
+            extraction = extract_answer(response)
     else:
         extraction = extract_answer(response)
     if extraction is None:

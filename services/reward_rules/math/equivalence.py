@@ -329,6 +329,7 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
     if isinstance(g, Matrix) or isinstance(p, Matrix):
         return _matrix_equal(g, p, ctx)
     if isinstance(g, SetOp) or isinstance(p, SetOp):
+        g, p = _as_union(g), _as_union(p)
         if isinstance(g, SetOp) and isinstance(p, SetOp) and g.op == p.op:
             return _unordered(g.args, p.args, ctx)
         return False
@@ -356,6 +357,16 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
     if {gk, pk} == {"tuple", "vector"} and len(g_items) == 2:
         return False  # (a, b) vs [a, b]: an open vs a closed interval
     return _ordered(g_items, p_items, ctx)
+
+
+def _as_union(node: Node) -> Node:
+    """`x < -1, x > 3` (from "x < -1 or x > 3") as the union of the intervals it describes."""
+    if not isinstance(node, Seq) or node.open != "" or len(node.items) < 2:
+        return node
+    intervals = [_relation_interval(item) if isinstance(item, Rel) else None for item in node.items]
+    if any(interval is None for interval in intervals):
+        return node
+    return SetOp("union", tuple(i for i in intervals if i is not None))
 
 
 def _same_ratio(g_items: Sequence[Node], p_items: Sequence[Node], ctx: Comparison) -> bool:

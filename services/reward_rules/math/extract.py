@@ -182,15 +182,46 @@ def extract_boxed(text: str) -> str | None:
     return ", ".join(parts)
 
 
+_FILLER = re.compile(
+    r"^(?:donc|alors|ainsi|thus|therefore|simply|just|clearly|then|finally|entonces|pues|así|also|daher"
+    r"|então|quindi|dunque)\b[\s,:]*",
+    re.I,
+)
+# What may join math spans into one answer: `$x = 1$ or $x = 6$`, `$2$, $3$ and $5$`.
+_SPAN_JOIN = re.compile(r"\s*(?:,|;|and|or|et|ou|y|o|und|oder|和|或|、)?\s*(?:,\s*)?(?:and|or)?\s*", re.I)
+
+
+def _span_text(span: re.Match[str]) -> str:
+    return next(g for g in span.groups() if g is not None)
+
+
+def _span_run(text: str, spans: list[re.Match[str]], index: int, forward: bool) -> str:
+    """The span at `index` and its neighbours that only a comma, "and" or "or" separate."""
+    run = [spans[index]]
+    step = 1 if forward else -1
+    k = index + step
+    while 0 <= k < len(spans) and len(run) < 16:
+        left, right = (run[-1], spans[k]) if forward else (spans[k], run[-1])
+        gap = text[left.end() : right.start()]
+        if not gap.strip() or _SPAN_JOIN.fullmatch(gap) is None or len(gap) > 12:
+            break
+        run.append(spans[k])
+        k += step
+    if not forward:
+        run.reverse()
+    return ", ".join(_span_text(span) for span in run)
+
+
 def _after_anchor(segment: str) -> str:
     """The answer announced right after "the answer is": a math span or the clause."""
-    segment = segment.lstrip(" *:")
+    segment = _FILLER.sub("", segment.lstrip(" *:"))
     boxed = extract_boxed(segment[:600])
     if boxed is not None and segment.lstrip().startswith(("\\boxed", "\\fbox", "$\\boxed", "\\(\\boxed")):
         return boxed
-    span = _MATH_SPAN.match(segment.lstrip())
+    head = segment.lstrip()[:600]
+    span = _MATH_SPAN.match(head)
     if span:
-        return next(g for g in span.groups() if g is not None)
+        return _span_run(head, list(_MATH_SPAN.finditer(head)), 0, forward=True)
     segment = segment[:400]
     end = _SENTENCE_END.search(segment)
     clause = segment[: end.start()] if end else segment
@@ -226,7 +257,7 @@ def sentence_value(clause: str) -> str:
     """
     clause = clause.strip()
     if not _is_sentence(clause):
-        return clause
+        return _stated_word(clause)
     # Copulas inside math spans belong to the math (`$x = 3$`): search outside them.
     masked = _MATH_SPAN.sub(lambda m: "#" * len(m.group(0)), clause)
     copula = _last(_COPULA.finditer(masked))
@@ -236,6 +267,17 @@ def sentence_value(clause: str) -> str:
             return rest
     picked = _pick_number(clause)
     return picked if picked is not None else clause
+
+
+def _stated_word(clause: str) -> str:
+    """ "The capital is Paris" -> "Paris": a short word answer after a copula; else unchanged."""
+    if _PROSE_WORD.match(clause) is None or len(clause.split()) < 3:
+        return clause
+    copula = _last(_COPULA.finditer(clause))
+    if copula is None or copula.group(0).strip() in ("=", ""):
+        return clause
+    rest = clause[copula.end() :].strip()
+    return rest if rest and len(rest.split()) <= 3 and not rest.lower().startswith("not") else clause
 
 
 def _candidates(sentence: str) -> list[re.Match[str]]:
@@ -264,11 +306,11 @@ def _last_number_or_span(text: str) -> tuple[str, str] | None:
     tail = text[-_TAIL:]
     number = _last(_NUMBER.finditer(tail))
     span = _last(_MATH_SPAN.finditer(tail))
-    if span is not None and (number is None or span.end() >= number.end() - 1):
-        content = next(g for g in span.groups() if g is not None)
-        # A span deep inside a long sentence is reasoning; only a span near the end counts.
-        if len(tail) - span.end() <= 40:
-            return content, "last_math"
+    # A span deep inside a long sentence is reasoning; only a span near the end counts.
+    last_is_span = span is not None and (number is None or span.end() >= number.end() - 1)
+    if span is not None and last_is_span and len(tail) - span.end() <= 40:
+        spans = list(_MATH_SPAN.finditer(tail))
+        return _span_run(tail, spans, len(spans) - 1, forward=False), "last_math"
     if number is None:
         return None
     # The last sentence that holds a number states the answer; a later number in it that
@@ -311,14 +353,15 @@ def extract_answer(response: str) -> Extraction | None:
     short = len(stripped) <= 60 and "\n" not in stripped
     if short and len(_PROSE_WORD.findall(stripped)) < 2 and _WORD_RUN.search(stripped) is None:
         spans = list(_MATH_SPAN.finditer(stripped))
-        if spans and _MATH_SPAN.sub("", stripped).strip(" ,.;:!") not in ("", "or", "and"):
-            # "So, $x = 5$.": the math is the answer, the connective word is not.
-            return Extraction(next(g for g in spans[-1].groups() if g is not None), source_prefix + "whole")
+        if spans and _MATH_SPAN.sub("", stripped).strip(" ,.;:!"):
+            # "So, $x = 5$.", "Thus $x = 1$ or $x = 6$": the math is the answer, the words are not.
+            answer = _span_run(stripped, spans, len(spans) - 1, forward=False)
+            return Extraction(answer, source_prefix + "whole")
         return Extraction(stripped, source_prefix + "whole")
     found = _last_number_or_span(text)
     if found is not None:
         return Extraction(found[0], source_prefix + found[1])
-    return Extraction(stripped, source_prefix + "whole") if short else None
+    return Extraction(_stated_word(stripped), source_prefix + "whole") if short else None
 
 
 def _unbold(text: str) -> str:
@@ -423,8 +466,12 @@ def extract_choice(response: str) -> Extraction | None:
     for found, source in announced:
         if found is not None:
             letter = _chosen_letter(found, first=True)
-            # Option text instead of its letter ("\\boxed{42}") is answered by content.
-            return Extraction(letter, source) if letter else Extraction(found.strip(), source + "_content")
+            if letter is not None:
+                return Extraction(letter, source)
+            if _CHOICE_LETTER.search(found) is None:
+                # Option text instead of its letter ("\\boxed{42}") is answered by content.
+                return Extraction(found.strip(), source + "_content")
+            # Only letters it rules out ("the answer is not A; it's B"): read on.
     leading = _LEADING_CHOICE.match(text)
     if leading is not None:
         return Extraction(leading.group(1), "leading_letter")

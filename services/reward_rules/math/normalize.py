@@ -32,6 +32,10 @@ _TRAILING_UNIT = re.compile(
 _LEADING_CURRENCY = re.compile(r"^(?:[€£¥₹₩₽$]|US\$|USD|EUR|RMB|Rs\.?)\s*(?=[-+]?\d)")
 # `\\frac` written with doubled backslashes (a JSON string escaped twice).
 _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
+# Set-builder notation: `\\{x \\mid 1 \\le x < 4\\}` is the condition `1 \\le x < 4`.
+_SET_BUILDER = re.compile(
+    r"^\\\{\s*[a-zA-Z](?:\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?)?\s*(?:\\mid|\\vert|\||:)\s*(?P<cond>.+?)\s*\\\}$"
+)
 # Past this length an "answer" is runaway output: only cheap, linear clean-up is applied.
 _MAX_CLEAN_CHARS = 2000
 _COMMA_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s*\\?%)?$")
@@ -288,6 +292,9 @@ def clean_answer(text: str) -> str:
     text = text.replace("\\$", "").replace("\\%", "%")
     text = strip_math_delimiters(text)
     text = text.replace("−", "-").replace("–", "-").replace("\u2009", " ").replace("\u00a0", " ")
+    builder = _SET_BUILDER.match(text)
+    if builder:
+        text = builder.group("cond")
     text = _SPACED_COMMA.sub(",", text)
     text = _THIN_THOUSANDS.sub("", text) if re.search(r"\d(?:\{,\}|\\,|\\ |\\!|\\;)\d{3}", text) else text
     text = text.replace("{,}", ",")

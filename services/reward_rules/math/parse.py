@@ -397,9 +397,10 @@ class _Parser:
                 return node
 
     def subscript(self) -> str:
+        """A subscript is part of a name (`k_{\\max}`, `a_{n+1}`): kept as written, not parsed."""
         if self.at("{"):
             start = self.pos
-            self.group("{", "}")
+            self.raw_group()
             return "".join(t[1] for t in self.tokens[start + 1 : self.pos - 1])
         token = self.next()
         if token[0] == "num" and len(token[1]) > 1 and token[1].isdigit():
