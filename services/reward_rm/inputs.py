@@ -80,6 +80,8 @@ class InputBuilder:
             if getattr(token, "special", False):
                 special.add(str(token.content))
         self.markers = tuple(sorted(t for t in special if t))
+        self._longest = max((len(m) for m in self.markers), default=0)
+        self._initials = frozenset(m[0] for m in self.markers)
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.
         self._lock = threading.Lock()
@@ -151,6 +153,9 @@ class InputBuilder:
         """Special-token text that reaches into the response (also across its edges)."""
         text, start = pieces.text, len(pieces.prefix)
         end = start + len(pieces.response)
+        reach = text[max(0, start - self._longest + 1) : end]
+        if not any(char in reach for char in self._initials):  # the common case, in one pass each
+            return False
         for marker in self.markers:
             at = text.find(marker, max(0, start - len(marker) + 1))
             while at != -1 and at < end:
