@@ -40,7 +40,7 @@ from services.reward_rules.code.session import (
 )
 from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeLabel, StdioTests
 
-VERSION = "1.0.0"
+VERSION = "2.0.0"  # 2: label code in a judge sandbox, helpers from the label, exact numbers
 log = logging.getLogger(__name__)
 
 LOG_KEYS = (
