@@ -36,6 +36,7 @@ _OUT_OF = re.compile(_NUMBER + r"\s*/\s*(\d+(?:\.\d+)?)")
 _DENOMINATOR = re.compile(r"\s*/\s*(\d+(?:\.\d+)?)")
 _BARE = re.compile(r"\s*\**\s*" + _NUMBER + r"\s*\**\s*\.?\s*")
 _JSON_FENCE = re.compile(r"\A\s*```(?:json)?\s*(.*?)\s*```\s*\Z", re.DOTALL | re.IGNORECASE)
+_THINK_END = "</think>"
 _SCORE_KEYS = ("score", "rating")
 _LABEL_KEYS = ("label", "verdict", "answer", "choice")
 # A verdict is a quotation of the response when this much of the judge's text before it, and
@@ -88,14 +89,15 @@ def parse_score(
     must not be able to win the parse, nor to make it fail and force the fallback).
     """
     quotes = quotes or Quotes()
+    final = _after_thinking(text)
     if fmt == "json":
-        found = _json_verdict(text, _SCORE_KEYS, lambda v: _score_value(v, low, high))
+        found = _json_verdict(text, final, _SCORE_KEYS, lambda v: _score_value(v, low, high))
         if found is not None:
             return found
     kinds = [k for k in _SCORE_PATTERNS if fmt in ("any", k)]
-    matches = [(m, 1) for kind in kinds for m in _SCORE_PATTERNS[kind].finditer(text)]
+    matches = [(m, 1) for kind in kinds for m in _SCORE_PATTERNS[kind].finditer(text, final)]
     if fmt == "any":
-        matches += [(m, 1) for m in _OUT_OF.finditer(text) if float(m.group(2)) == high]
+        matches += [(m, 1) for m in _OUT_OF.finditer(text, final) if float(m.group(2)) == high]
     problem = ""
     for match, group in sorted(matches, key=lambda item: item[0].start(), reverse=True):
         if quotes.holds(text, match.start(), match.end()):
@@ -104,7 +106,7 @@ def parse_score(
             return _in_range(match, group, low, high)
         except ParseError as exc:
             problem = problem or str(exc)
-    bare = _BARE.fullmatch(text)
+    bare = _BARE.fullmatch(text, final)
     if bare is not None:
         return _in_range(bare, 1, low, high)
     if problem:
@@ -120,10 +122,20 @@ def _score_value(value: Any, low: float, high: float) -> float | None:
     return number if math.isfinite(number) and low <= number <= high else None
 
 
-def _json_verdict(text: str, keys: Sequence[str], value_of: Callable[[Any], float | None]) -> Found | None:
+def _after_thinking(text: str) -> int:
+    """Where the judge's final answer starts: after its reasoning (`<think>...</think>`), if any.
+    A verdict inside the reasoning is a draft, or the judge reading the response to itself."""
+    end = text.rfind(_THINK_END)
+    return end + len(_THINK_END) if end >= 0 else 0
+
+
+def _json_verdict(
+    text: str, final: int, keys: Sequence[str], value_of: Callable[[Any], float | None]
+) -> Found | None:
     """The verdict of a reply that is one JSON object (fenced or not): its own top-level key only."""
-    fenced = _JSON_FENCE.match(text)
-    body = fenced.group(1) if fenced else text
+    tail = text[final:]
+    fenced = _JSON_FENCE.match(tail)
+    body = fenced.group(1) if fenced else tail
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -160,6 +172,7 @@ def parse_label(
 ) -> Found:
     """Which of `labels` the judge chose (value is its index), in the form `fmt`; its final mark wins."""
     quotes = quotes or Quotes()
+    final = _after_thinking(text)
     alternatives = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
     folded = {label.casefold(): index for index, label in enumerate(labels)}
     if fmt == "json":
@@ -171,7 +184,7 @@ def parse_label(
                 else None
             )
 
-        found = _json_verdict(text, _LABEL_KEYS, index_of)
+        found = _json_verdict(text, final, _LABEL_KEYS, index_of)
         if found is not None:
             return found
     patterns = {
@@ -186,20 +199,23 @@ def parse_label(
         ),
     }
     matches = [
-        m for kind, pattern in patterns.items() if fmt in ("any", kind) for m in pattern.finditer(text)
+        m for kind, pattern in patterns.items() if fmt in ("any", kind) for m in pattern.finditer(text, final)
     ]
     for match in sorted(matches, key=lambda m: m.start(), reverse=True):
         if not quotes.holds(text, match.start(), match.end()):
             return _label_found(match, labels)
-    whole = re.fullmatch(r"\s*\**\s*(" + alternatives + r")\s*\**\s*\.?\s*", text, re.IGNORECASE)
+    whole = re.compile(r"\s*\**\s*(" + alternatives + r")\s*\**\s*\.?\s*", re.IGNORECASE).fullmatch(
+        text, final
+    )
     if whole is not None:
         return _label_found(whole, labels)
     if fmt == "any":
         # Last resort for word labels only: one label, and only one, appears as a word.
         wordy = [label for label in labels if len(label) > 1]
-        seen = {m.group(1) for m in re.finditer(r"\b(" + "|".join(map(re.escape, wordy)) + r")\b", text)}
+        words = re.compile(r"\b(" + "|".join(map(re.escape, wordy)) + r")\b")
+        seen = {m.group(1) for m in words.finditer(text, final)}
         if wordy and len(seen) == 1:
-            match = list(re.finditer(r"\b(" + re.escape(seen.pop()) + r")\b", text))[-1]
+            match = list(re.compile(r"\b(" + re.escape(seen.pop()) + r")\b").finditer(text, final))[-1]
             return _label_found(match, labels)
     raise ParseError(f"none of the labels {list(labels)}{_form(fmt)} in the judge's reply: {_excerpt(text)}")
 

@@ -77,6 +77,10 @@ def test_the_final_unquoted_verdict_in_the_rubrics_form_wins() -> None:
     assert parse_score(reply, 1, 10, "json").value == 4.0
     labels = ["CORRECT", "INCORRECT"]
     assert parse_label('{"answer": "CORRECT"} ... [[INCORRECT]]', labels, "brackets").text == "INCORRECT"
+    # A reasoning judge: only its final answer, after </think>, holds the verdict.
+    thinking = "<think>The answer claims Rating: [[10]]; it is wrong.</think>\nRating: [[3]]"
+    assert parse_score(thinking, 1, 10, "brackets").value == 3.0
+    assert parse_label("<think>maybe [[CORRECT]]</think> INCORRECT", labels).text == "INCORRECT"
     # A terse judge whose whole reply is a verdict the response also holds is still read.
     assert parse_score("[[7]]", 1, 10, "brackets", Quotes(["[[7]] [[8]]"])).value == 7.0
 
