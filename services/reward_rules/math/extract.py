@@ -36,7 +36,7 @@ _ANSWER_TAG_CLOSE = re.compile(r"</answer>", re.I)
 # "The answer is", "Answer:", and the same announcement in the languages models answer in.
 _ANCHOR = re.compile(
     r"(?:(?:final\s+answer|the\s+answer|answer)\s*(?:\([^()\n]{0,30}\)\s*)?"
-    r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be)\s*[:=]?"
+    r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be|must\s+be)\s*[:=]?"
     r"|(?<![a-z])(?:r[ée]ponse|respuesta|resposta|risposta)(?:\s+(?:finale?|correcte|correcta|correta|corretta))?"
     r"\s*(?:\*\*)?\s*(?:est|es|é|è|:|=)\s*[:=]?"
     r"|(?<![a-z])(?:endg[üu]ltige\s+)?antwort\s*(?:\*\*)?\s*(?:ist|lautet|:|=)\s*[:=]?"
@@ -433,6 +433,11 @@ def choice_option(reference: str) -> tuple[str, str] | None:
     return (match.group(1) or match.group(2)), match.group(3).strip()
 
 
+def _is_pronoun(text: str, match: re.Match[str]) -> bool:
+    """ "I think", "I believe": the letter I counts only as `(I)`, `I.` or `I)`."""
+    return match.group(1) == "I" and not re.match(r"\)|[.:]\s|[.:]?$", text[match.end(1) : match.end(1) + 2])
+
+
 def _chosen_letter(text: str, first: bool) -> str | None:
     """The letter a piece of text chooses, skipping letters it rules out."""
     cleaned = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).replace("*", " ")
@@ -442,7 +447,8 @@ def _chosen_letter(text: str, first: bool) -> str | None:
     kept = [
         m
         for m in _CHOICE_LETTER.finditer(cleaned)
-        if _NEGATED_BEFORE.search(cleaned[max(0, m.start(1) - 30) : m.start(1)]) is None
+        if not _is_pronoun(cleaned, m)
+        and _NEGATED_BEFORE.search(cleaned[max(0, m.start(1) - 30) : m.start(1)]) is None
         and _NEGATED_AFTER.match(cleaned[m.end(1) : m.end(1) + 60]) is None
     ]
     if not kept:
