@@ -72,10 +72,15 @@ class JudgeCache:
             self._metrics.cache.labels("bypass").inc()
             verdict, _ = await produce()
             return verdict, "upstream"
-        shared = self._inflight.get(key)
-        if shared is not None:
+        while (shared := self._inflight.get(key)) is not None:
             self._metrics.cache.labels("coalesced").inc()
-            return await self._join(shared, deadline), "coalesced"
+            try:
+                return await self._join(shared, deadline), "coalesced"
+            except Exception as exc:
+                # The call this one joined ended with its own caller's deadline (or was cancelled,
+                # nobody waiting for it): a caller with time left asks for itself.
+                if not _out_of_time(exc) or deadline - time.monotonic() <= _RETRY_MARGIN_S:
+                    raise
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieve)
         self._inflight[key] = future
@@ -95,7 +100,9 @@ class JudgeCache:
         except BaseException as exc:  # waiters learn the same failure; nothing is stored
             if not future.done():
                 future.set_exception(
-                    exc if isinstance(exc, Exception) else UpstreamError("the judge call was cancelled", 0)
+                    exc
+                    if isinstance(exc, Exception)
+                    else UpstreamError("the judge call was cancelled", 0, timed_out=True)
                 )
             raise
         finally:
@@ -114,6 +121,14 @@ class JudgeCache:
 
     async def aclose(self) -> None:
         await self.store.aclose()
+
+
+_RETRY_MARGIN_S = 0.05
+
+
+def _out_of_time(exc: BaseException) -> bool:
+    """A failure of time, not of the judge: the producing caller's deadline passed."""
+    return bool(getattr(exc, "timed_out", False)) or str(getattr(exc, "status", "")) == "TIMEOUT"
 
 
 def _retrieve(future: asyncio.Future[Verdict]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from services.common.cache import MemoryCache
 from services.common.contract import Sample, Status
 from services.common.engine import ScoringEngine
+from services.common.grader import SAMPLE_DEADLINES
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.parsing import Quotes, parse_label, parse_score
 from services.judge_proxy.service import build_grader
@@ -168,6 +169,25 @@ async def test_abandoned_work_is_cancelled_at_the_requests_deadline() -> None:
             assert fake.abandoned == 1 and fake.by_key["slow"] == 1  # cancelled, not retried
         finally:
             await engine.stop()
+
+
+async def test_a_caller_with_time_left_does_not_inherit_a_shorter_deadline(
+    fake: FakeOpenAI, make_grader: Make
+) -> None:
+    grader = make_grader(fake)
+    # Two samples that render the same judge request share one upstream call (the judge cache's
+    # single flight); the first caller gives up at 0.3 s, the second waits up to 8 s.
+    response = directive(id="slowish", delay=1.0, score=6)
+    now = time.monotonic()
+    tasks = []
+    for until, tag in ((now + 0.3, "a"), (now + 8.0, "b")):
+        token = SAMPLE_DEADLINES.set((until,))
+        sample = Sample(prompt="Q", response=response, metadata={"unused": tag})
+        tasks.append(asyncio.create_task(grader.score([sample])))
+        SAMPLE_DEADLINES.reset(token)
+    [short], [long] = await asyncio.gather(*tasks)
+    assert short.status is Status.TIMEOUT
+    assert long.status is Status.OK and long.logs["judge/score"] == 6.0
 
 
 # -- 11: a fallback judge's verdict is not cached ------------------------------------------------
