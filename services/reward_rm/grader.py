@@ -174,7 +174,9 @@ class RMGrader(GraderBase):
 
     def _failure(self, status: Status, detail: str, item: Encoded | None = None) -> Result:
         logs = self._logs(item, 0.0) if item is not None else dict.fromkeys(LOG_KEYS, 0.0)
-        return Result(reward=0.0, score=0.0, status=status, detail=detail, logs=logs)
+        # The kit replaces it with failure_reward too; callers of the grader itself see the same.
+        reward = self.failure_reward(self.settings.fallback_reward)
+        return Result(reward=reward, score=0.0, status=status, detail=detail, logs=logs)
 
     def _observe(self, reward: float) -> None:
         if len(self._recent) == self._recent.maxlen and self._recent[0] == self._floor:

@@ -37,6 +37,8 @@ async def test_a_failure_gets_the_floor_of_recent_rewards(tiny: TinyCheckpoints)
         assert failed.status is Status.INVALID_INPUT and failed.logs["status/invalid_input"] == 1.0
         assert failed.reward == min(rewards)
         assert failed.score == 0.0
+        [own] = await grader.score([too_long])  # the grader's own result (the gateway reads it)
+        assert own.status is Status.INVALID_INPUT and own.reward == min(rewards)
     finally:
         await engine.stop()
 
