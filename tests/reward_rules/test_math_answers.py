@@ -130,6 +130,13 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("phrasing", "(C) 12 meters", "13 meters", False),
     ("phrasing", "A. Paris", "The capital is Paris.", True),
     ("phrasing", "A. Paris", "The capital is London.", False),
+    ("phrasing", "\\angle ABC = 30^\\circ", "\\boxed{30}", True),
+    ("phrasing", "\\angle ABC = 30^\\circ", "\\boxed{60}", False),
+    ("phrasing", "\\frac{3}{2}", "$x = \\frac{3}{2}$ or $x = 1.5$", True),
+    ("phrasing", "1", "\\boxed{1 \\text{ or } 2}", False),
+    ("phrasing", "A", "A is correct, I believe.", True),
+    ("phrasing", "I", "A is correct, I believe.", False),
+    ("phrasing", "1.5", "\\boxed{1.51}", False),
     # -- identities are tested on both signs of their variables (issue 15, item 9) ------------------------
     ("signs", "x", "\\boxed{|x|}", False),
     ("signs", "x", "\\boxed{\\sqrt{x^2}}", False),

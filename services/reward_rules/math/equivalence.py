@@ -140,7 +140,7 @@ def _is_label(node: Node) -> bool:
     if isinstance(node, Sym | Call):
         return True
     if isinstance(node, Op) and node.op == "mul":
-        return isinstance(node.args[0], Sym)
+        return isinstance(node.args[0], Sym | Call)
     if isinstance(node, Op) and node.op == "div":
         return all(_is_label(a) for a in node.args)
     if isinstance(node, Seq):
@@ -335,6 +335,9 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
         return False
     if not isinstance(g, Seq):
         assert isinstance(p, Seq)
+        if _kind(p) == "list" and 1 < len(p.items) <= 4:
+            # "$\\frac{3}{2}$ or $1.5$": one value said twice; every item must be it.
+            return all(_equal(g, item, ctx) for item in p.items)
         return len(p.items) == 1 and _kind(p) in ("set", "list", "tuple") and _equal(g, p.items[0], ctx)
     if not isinstance(p, Seq):
         return len(g.items) == 1 and _kind(g) in ("set", "list", "tuple") and _equal(g.items[0], p, ctx)

@@ -83,6 +83,19 @@ _REL_CMDS = {
 _MUL_CMDS = {"\\cdot", "\\times", "\\ast", "*", "**", "×", "·", "⋅"}
 _DIV_CMDS = {"\\div", "/", "÷"}
 _MOD_CMDS = {"\\bmod", "\\mod"}
+_NAMING_CMDS = {
+    "\\angle",
+    "\\measuredangle",
+    "\\triangle",
+    "\\overline",
+    "\\overrightarrow",
+    "\\overleftrightarrow",
+    "\\widehat",
+    "\\hat",
+    "\\bar",
+    "\\tilde",
+    "\\arc",
+}
 _SET_CMDS = {"\\cup": "union", "\\cap": "intersect", "\\setminus": "minus", "∪": "union", "∩": "intersect"}
 _FUNCS = FUNCTION_NAMES
 _FUNC_ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "tg": "tan", "ctg": "cot"}
@@ -145,6 +158,7 @@ _UNWRAP_CMDS = {
 _MATRIX_ENVS = {"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "smallmatrix", "array"}
 _ATOM_START_CMDS = (
     {"\\frac", "\\sqrt", "\\binom", "\\lim", "\\pi", "\\infty", "\\lfloor", "\\lceil", "\\langle", "\\imath"}
+    | _NAMING_CMDS
     | {"\\" + f for f in _FUNCS}
     | {"\\" + g for g in _GREEK}
     | _UNWRAP_CMDS
@@ -519,6 +533,9 @@ class _Parser:
             return Call("sqrt", (self.argument(),))
         if value == "\\binom":
             return Call("binom", (self.argument(), self.argument()))
+        if value in _NAMING_CMDS:
+            # `\\angle ABC`, `\\overline{AB}`: names of geometric quantities, never values.
+            return Call(name, (self.argument() if self.at("{") else self.postfix(),))
         if value == "\\lim":
             # `\lim_{n \to \infty} a_n`: a name for a value (it has no value of its own here).
             start = self.pos
