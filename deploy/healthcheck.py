@@ -1,28 +1,72 @@
-"""Container health check: GET /healthz on the service's own HTTP port (from the settings tree).
+"""Container health check: GET /healthz on the service's own HTTP port.
 
-`python healthcheck.py SERVICE [PATH]` exits 0 when the service answers 200, 1 otherwise. It
-reads the port from the same settings the service reads (ARBITER_CONFIG + ARBITER_* env), so
-a port changed in the mounted config never leaves the check probing the wrong port.
+`python healthcheck.py SERVICE [PATH]` exits 0 when the service answers 200, 1 otherwise.
+The port is the one the service itself reads, in the same precedence: the
+`ARBITER_<SERVICE>__HTTP_PORT` variable, else `<service>.http_port` in the ARBITER_CONFIG
+YAML, else the settings' default (DEFAULT_PORTS; tests/deploy/test_static.py keeps it equal
+to the settings model). A port changed in the mounted config never leaves the check probing
+the wrong port.
+
+It imports only the standard library and PyYAML, not the settings model: Docker runs it every
+few seconds, and on a loaded 2-core host importing pydantic and every settings module took
+longer than the check's timeout, so a busy but healthy replica was marked unhealthy.
+With TLS on (`<service>.tls`, mounted certificates), it speaks HTTPS without verifying: the
+check asks whether the process answers, not who it is.
 """
 
 from __future__ import annotations
 
+import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
+from typing import Any
+
+DEFAULT_PORTS = {"gateway": 8100, "reward_rules": 8101, "reward_rm": 8102, "judge_proxy": 8103}
+
+
+def _section(service: str) -> dict[str, Any]:
+    path = os.environ.get("ARBITER_CONFIG")
+    if not path or not os.path.isfile(path):
+        return {}
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        document = yaml.safe_load(handle) or {}
+    section = document.get(service) if isinstance(document, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def port_of(service: str) -> int:
+    env = os.environ.get(f"ARBITER_{service.upper()}__HTTP_PORT")
+    if env:
+        return int(env)
+    configured = _section(service).get("http_port")
+    return int(configured) if configured is not None else DEFAULT_PORTS[service]
+
+
+def tls_on(service: str) -> bool:
+    env = os.environ.get(f"ARBITER_{service.upper()}__TLS__CERT_FILE")
+    if env is not None:
+        return bool(env)
+    tls = _section(service).get("tls")
+    return isinstance(tls, dict) and bool(tls.get("cert_file"))
 
 
 def main(argv: list[str]) -> int:
-    if not 1 <= len(argv) <= 2:
-        print("usage: healthcheck.py SERVICE [PATH]", file=sys.stderr)
+    if not 1 <= len(argv) <= 2 or argv[0] not in DEFAULT_PORTS:
+        print(f"usage: healthcheck.py {{{','.join(DEFAULT_PORTS)}}} [PATH]", file=sys.stderr)
         return 2
-    from services import catalog
-    from services.settings import load
-
-    port = catalog.service(argv[0]).server_settings(load()).http_port
+    port = port_of(argv[0])
     path = argv[1] if len(argv) == 2 else "/healthz"
+    scheme, context = "http", None
+    if tls_on(argv[0]):
+        scheme, context = "https", ssl._create_unverified_context()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as response:
+        with urllib.request.urlopen(
+            f"{scheme}://127.0.0.1:{port}{path}", timeout=3, context=context
+        ) as response:
             return 0 if response.status == 200 else 1
     except (urllib.error.URLError, OSError) as exc:
         print(f"{argv[0]}: {path} on port {port}: {exc}", file=sys.stderr)

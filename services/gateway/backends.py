@@ -2,7 +2,10 @@
 
 Remote replicas are load balanced round-robin; a replica that fails a call or a health
 check `eject_after_failures` times in a row sits out `eject_cooldown_s`, and a failed
-call is retried on the next replica while the deadline allows.
+call is retried on the next replica while the deadline allows. A `dns:///name:port`
+target is one channel over every address the name resolves to (compose `--scale`, a
+headless Kubernetes Service), so a failed call on it is retried on that same channel too:
+its round-robin policy has already moved off the dead address.
 """
 
 from __future__ import annotations
@@ -90,6 +93,10 @@ class _Replica:
 
 
 class RemoteBackend:
+    # Extra tries of a failed call on a `dns:///` target: a replica killed mid-burst fails the
+    # calls it held; the retries land on the addresses still alive behind the same name.
+    DNS_RETRIES = 3
+
     def __init__(
         self,
         name: str,
@@ -132,10 +139,18 @@ class RemoteBackend:
             replica.ejected_until = time.monotonic() + self._cooldown
             log.warning("%s: ejecting %s for %.0fs (%s)", self.name, replica.target, self._cooldown, why)
 
+    def _attempts(self) -> list[_Replica]:
+        """Replicas to try in order: each once, then `dns:///` targets again (other addresses)."""
+        order = self._order()
+        again = [r for r in order if r.target.startswith("dns:")]
+        return order + again * self.DNS_RETRIES
+
     async def score(self, samples: Sequence[Sample], timeout_s: float) -> list[Result]:
         deadline = time.monotonic() + timeout_s
         errors: list[str] = []
-        for replica in self._order():
+        for attempt, replica in enumerate(self._attempts()):
+            if attempt >= len(self.replicas):  # a retry on a DNS channel: let it see the dead address go
+                await asyncio.sleep(0.05 * attempt)
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
                 break

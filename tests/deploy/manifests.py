@@ -71,9 +71,16 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def compose_default(value: str) -> str:
+    """`${VAR:-default}` as compose interpolates it with VAR unset: the default."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+
+
 def load_container_settings(config: Path, env: Mapping[str, str]) -> KitSettings:
     """The settings a container builds from the mounted config plus its ARBITER_* variables."""
-    arbiter_env = {k: v for k, v in env.items() if k.startswith("ARBITER_") and k != "ARBITER_CONFIG"}
+    arbiter_env = {
+        k: compose_default(v) for k, v in env.items() if k.startswith("ARBITER_") and k != "ARBITER_CONFIG"
+    }
     with environment(arbiter_env):
         return load_settings(settings_model(), config)
 

@@ -14,6 +14,7 @@ from tests.deploy.manifests import (
     DEPLOY,
     ROOT,
     Stage,
+    compose_default,
     env_field_problem,
     env_names,
     exec_form,
@@ -169,7 +170,25 @@ def test_compose_wiring_is_consistent() -> None:
     assert "gpu" in gpu["capabilities"]
     assert "reward_rm" in services["reward_rm_cpu"]["networks"]["default"]["aliases"]
     assert services["reward_rm_cpu"]["environment"]["ARBITER_REWARD_RM__BACKEND"] == "transformers"
-    assert "cpu" in services["reward_rm_cpu"]["profiles"] and "gpu" in services["reward_rm"]["profiles"]
+    assert services["reward_rm_cpu"]["profiles"] == ["rm-cpu"]
+    assert services["reward_rm"]["profiles"] == ["rm-gpu"]
+    # optional services: the gateway starts without them (no key, no checkpoint needed)
+    for optional in ("judge_proxy", "reward_rm", "reward_rm_cpu"):
+        assert services[optional]["profiles"], optional
+        assert services["gateway"]["depends_on"][optional]["required"] is False, optional
+    for required in ("redis", "reward_rules"):
+        assert "profiles" not in services[required]
+        assert "required" not in services["gateway"]["depends_on"][required]
+    # a missing checkpoint is an error at `up`, never an empty root-owned directory in the checkout
+    for name in ("vllm_rm", "reward_rm", "reward_rm_cpu", "vllm_judge"):
+        binds = [v for v in services[name]["volumes"] if isinstance(v, dict)]
+        assert binds and all(v["bind"]["create_host_path"] is False for v in binds), name
+    # fits a 2-CPU host with its defaults; ports on loopback unless asked
+    limits = services["reward_rules"]["deploy"]["resources"]["limits"]
+    replicas = int(compose_default(str(services["reward_rules"]["deploy"]["replicas"])))
+    assert float(compose_default(limits["cpus"])) * replicas <= 2
+    assert int(compose_default(limits["pids"])) > 0
+    assert all(str(port).startswith("${GATEWAY_BIND:-127.0.0.1}:") for port in services["gateway"]["ports"])
 
 
 def test_every_variable_compose_uses_is_in_the_env_example() -> None:
