@@ -27,6 +27,7 @@ model scores as real. So:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from typing import Any
 from services.common.contract import Sample
 from services.common.openrlhf import EOS_TEXT_KEY, SOURCE_KEY
 from services.reward_rm.settings import RMServiceSettings
+
+log = logging.getLogger(__name__)
 
 # Stands in for the response while the chat template renders, to find where the response goes.
 _SENTINEL = "\ue000arbiter-response\ue001"
@@ -85,6 +88,7 @@ class InputBuilder:
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.
         self._lock = threading.Lock()
+        self._warned_promptless = False
 
     def uses_template(self, sample: Sample) -> bool:
         """By source, never by content: a prompt that mentions `<s>` is still a plain prompt."""
@@ -102,6 +106,16 @@ class InputBuilder:
         response, eos_text = self._split_eos(sample)
         if self.uses_template(sample):
             pieces = self._templated(sample.prompt, response)
+        elif not sample.prompt and sample.metadata.get(SOURCE_KEY) == "openrlhf":
+            # A query sent without its prompt: nothing tells the policy's text from the template,
+            # so the query is read as sent (special tokens and all) and cannot be cut.
+            if not self._warned_promptless:
+                self._warned_promptless = True
+                log.warning(
+                    "OpenRLHF queries arrive without `prompts`: special-token text in responses cannot "
+                    "be told from the template and is read as tokens; send prompts beside queries"
+                )
+            pieces = Pieces(response, "", eos_text, templated=False)
         else:
             pieces = Pieces(sample.prompt, response, eos_text, templated=False)
         return self._ending(pieces) if self.append_eos and self.eos else pieces

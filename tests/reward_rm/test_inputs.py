@@ -182,3 +182,14 @@ def test_a_template_that_trims_the_content_gives_its_own_text() -> None:
     messages = [{"role": "user", "content": sample.prompt}, {"role": "assistant", "content": sample.response}]
     assert b.text(sample) == (trimming.apply_chat_template(messages, tokenize=False), True)
     assert b.pieces(sample).response == "yes it is"
+
+
+def test_an_openrlhf_query_without_its_prompt_is_read_as_sent(tokenizer: Any) -> None:
+    # No prompt beside the query: the template is in the "response"; reading it as text would
+    # give every sample a garbage reward, so the query is read as sent (and a warning says why).
+    query = QUERY_PROMPT + "yes"
+    sample = Sample(prompt="", response=query, metadata={"source": "openrlhf", "eos_text": "</s>"})
+    [encoded] = builder(tokenizer).encode([sample])
+    assert encoded.ids == tokenizer(query + "</s>", add_special_tokens=False)["input_ids"]
+    [too_long] = builder(tokenizer, max_length=8).encode([sample])
+    assert too_long.problem
