@@ -75,6 +75,12 @@ _CIRCUMSTANCE = re.compile(
 )
 # Two letters in a script without spaces ("共有", "学生") make a short text prose, not an answer.
 _WORD_RUN = re.compile(r"[^\W\d_a-zA-Z]{2,}")
+# A remark about the work, not a result: "This took 4 steps to check.", "I verified 3 cases."
+_META = re.compile(
+    r"\b(?:steps?|took|used|checks?|checked|checking|verif\w*|tried|attempts?|substitutions?|hope"
+    r"|confirm\w*|sanity|double-check\w*)\b",
+    re.I,
+)
 _SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?](?=\s|$)|[。！？]|\n")
 _CHOICE_REF = re.compile(r"^\s*\(?\s*([A-J])\s*\)?\s*[.:)]?\s*$")
 _CHOICE_PAREN_LOWER = re.compile(r"^\s*\(([a-j])\)\s*[.:]?\s*$")  # "(b)": a letter, not a variable
@@ -314,11 +320,13 @@ def _last_number_or_span(text: str) -> tuple[str, str] | None:
     if number is None:
         return None
     # The last sentence that holds a number states the answer; a later number in it that
-    # only says when or where ("... dans 3 mois", "... in 2 days") does not.
-    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(tail, 0, number.start())]
-    sentence = tail[breaks[-1] if breaks else 0 : number.end() + 200]
-    end = _SENTENCE_BREAK.search(sentence, number.end() - (breaks[-1] if breaks else 0))
-    picked = _pick_number(sentence[: end.start()] if end else sentence)
+    # only says when or where ("... dans 3 mois", "... in 2 days") does not, and neither
+    # does a closing remark about the work ("This took 4 steps to check.").
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    sentences = [tail[start:end] for start, end in zip(starts, [*starts[1:], len(tail)], strict=True)]
+    with_values = [s for s in sentences[-6:] if _NUMBER.search(s) or _MATH_SPAN.search(s)]
+    answers = [s for s in with_values if _META.search(s) is None] or with_values
+    picked = _pick_number(answers[-1]) if answers else None
     return (picked if picked is not None else number.group(0)), "last_number"
 
 

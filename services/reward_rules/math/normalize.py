@@ -32,6 +32,10 @@ _TRAILING_UNIT = re.compile(
 _LEADING_CURRENCY = re.compile(r"^(?:[€£¥₹₩₽$]|US\$|USD|EUR|RMB|Rs\.?)\s*(?=[-+]?\d)")
 # `\\frac` written with doubled backslashes (a JSON string escaped twice).
 _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
+# "∴ x = 18", "\\Rightarrow x = 18": a conclusion marker before the answer.
+_LEADING_ARROW = re.compile(
+    r"^(?:[∴⇒→⟹]|=>|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
+)
 # Set-builder notation: `\\{x \\mid 1 \\le x < 4\\}` is the condition `1 \\le x < 4`.
 _SET_BUILDER = re.compile(
     r"^\\\{\s*[a-zA-Z](?:\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?)?\s*(?:\\mid|\\vert|\||:)\s*(?P<cond>.+?)\s*\\\}$"
@@ -288,7 +292,7 @@ def clean_answer(text: str) -> str:
         return text
     if "\\\\" in text and "\\begin" not in text:
         text = _DOUBLE_ESCAPED.sub(r"\\", text)
-    text = _LEADING_WORDS.sub("", text)
+    text = _LEADING_WORDS.sub("", _LEADING_ARROW.sub("", text))
     text = text.replace("\\$", "").replace("\\%", "%")
     text = strip_math_delimiters(text)
     text = text.replace("−", "-").replace("–", "-").replace("\u2009", " ").replace("\u00a0", " ")

@@ -318,6 +318,12 @@ MATH_PHRASES: tuple[tuple[str, str], ...] = (
     ("zh", "所以最终答案为 $\\boxed{{{a}}}$。"),
     ("ja", "答えは ${a}$ です。"),
     ("ru", "Ответ: ${a}$."),
+    ("en", "Thus ${a}$ is the answer."),
+    ("en", "### Final Answer\n\\[\n\\boxed{{{a}}}\n\\]"),
+    ("en", "Hence, we conclude: ${a}$."),
+    ("pt", "Portanto, a resposta é ${a}$."),
+    ("it", "Quindi la risposta è ${a}$."),
+    ("ko", "정답은 ${a}$입니다."),
 )
 PROSE_PHRASES: tuple[tuple[str, str], ...] = (
     ("en", "Final Answer: The smallest possible value of $k$ is {p}."),
@@ -339,6 +345,12 @@ PROSE_PHRASES: tuple[tuple[str, str], ...] = (
     ("zh", "答：一共有 {p}。"),
     ("ja", "答えは {p} です。"),
     ("ru", "Ответ: {p}."),
+    ("en", "The result: {p}"),
+    ("en", "{p} is the answer."),
+    ("en", "The answer is {p}, since every other case fails."),
+    ("pt", "Portanto, a resposta é {p}."),
+    ("it", "Quindi la risposta è {p}."),
+    ("ko", "답: {p}"),
 )
 CHOICE_PHRASES: tuple[tuple[str, str], ...] = (
     ("en", "The answer is {L}, because {X} and {Y} both violate the constraint."),
