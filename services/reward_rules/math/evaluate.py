@@ -91,6 +91,15 @@ def _exact(node: Node) -> Fraction:
             return Fraction(math.floor(_exact(node.args[0])))
         if node.fn == "ceil":
             return Fraction(math.ceil(_exact(node.args[0])))
+        if node.fn in ("max", "min") and node.args:
+            values = [_exact(a) for a in node.args]
+            return max(values) if node.fn == "max" else min(values)
+        if node.fn in ("gcd", "lcm") and node.args:
+            numbers = [_exact(a) for a in node.args]
+            if any(v.denominator != 1 or abs(v) > 10**1000 for v in numbers):
+                raise EvalError("gcd/lcm of non-integers")
+            integers = [int(v) for v in numbers]
+            return Fraction(math.gcd(*integers) if node.fn == "gcd" else math.lcm(*integers))
         if node.fn == "binom":
             n, k = (_exact(a) for a in node.args)
             if n.denominator != 1 or k.denominator != 1 or not 0 <= n <= _MAX_EXACT_FACTORIAL:

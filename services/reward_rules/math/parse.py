@@ -83,6 +83,7 @@ _REL_CMDS = {
 _MUL_CMDS = {"\\cdot", "\\times", "\\ast", "*", "**", "×", "·", "⋅"}
 _DIV_CMDS = {"\\div", "/", "÷"}
 _MOD_CMDS = {"\\bmod", "\\mod"}
+_LIST_FUNCS = {"gcd", "lcm", "max", "min"}
 _NAMING_CMDS = {
     "\\angle",
     "\\measuredangle",
@@ -158,6 +159,7 @@ _UNWRAP_CMDS = {
 _MATRIX_ENVS = {"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "smallmatrix", "array"}
 _ATOM_START_CMDS = (
     {"\\frac", "\\sqrt", "\\binom", "\\lim", "\\pi", "\\infty", "\\lfloor", "\\lceil", "\\langle", "\\imath"}
+    | {"\\" + f for f in _LIST_FUNCS}
     | _NAMING_CMDS
     | {"\\" + f for f in _FUNCS}
     | {"\\" + g for g in _GREEK}
@@ -505,6 +507,8 @@ class _Parser:
         name = _FUNC_ALIASES.get(lowered, lowered)
         if name in _FUNCS or name == "sqrt":
             return self.function(name)
+        if lowered in _LIST_FUNCS and self.at("("):
+            return self.list_function(lowered)
         if lowered == "pi":
             return Const("pi")
         if lowered in ("infty", "infinity", "inf", "oo"):
@@ -545,6 +549,8 @@ class _Parser:
             return Call("lim", (Text(under), self.term()))
         if name in _FUNCS:
             return self.function(name)
+        if name in _LIST_FUNCS and self.at("("):
+            return self.list_function(name)
         if name in _GREEK:
             return Sym(name)
         if value in _UNWRAP_CMDS:
@@ -562,6 +568,13 @@ class _Parser:
             self.expect("\\rangle")
             return Seq("<", ">", tuple(items))
         raise ParseError(f"unsupported command {value}")
+
+    def list_function(self, name: str) -> Node:
+        """`\\gcd(4, 6)`, `\\max(a, b)`, `lcm(2, 3)`: a function of a list of arguments."""
+        self.expect("(")
+        items = self.items(closers=(")",))
+        self.expect(")")
+        return Call(name, tuple(items))
 
     def function(self, name: str) -> Node:
         base: Node | None = None
