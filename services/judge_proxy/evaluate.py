@@ -15,7 +15,7 @@ from typing import Any
 
 from services.common.contract import Status
 from services.common.formula import Formula, FormulaError
-from services.judge_proxy.fencing import shown
+from services.judge_proxy.fencing import cut_middle, shown
 from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.parsing import (
@@ -181,7 +181,7 @@ class RubricEvaluator:
         self, rubric: ScoreModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
     ) -> Outcome:
         low, high = rubric.range
-        quotes = _quotes(context)
+        quotes = _quotes(context, self.max_response_chars)
 
         def read(completion: Completion) -> Verdict:
             _complete(completion)
@@ -202,7 +202,7 @@ class RubricEvaluator:
             label = by_fold.get(token.casefold())
             return rubric.value_of(label) if label is not None else None
 
-        quotes = _quotes(context)
+        quotes = _quotes(context, self.max_response_chars)
 
         def read(completion: Completion) -> Verdict:
             _complete(completion)
@@ -350,11 +350,12 @@ def _complete(completion: Completion) -> None:
         )
 
 
-def _quotes(context: Mapping[str, Any]) -> Quotes:
-    """The texts a verdict must not be read from when the judge quotes them: the response."""
+def _quotes(context: Mapping[str, Any], max_chars: int) -> Quotes:
+    """The texts a verdict must not be read from when the judge quotes them: the response, as
+    the judge was shown it (a judge can only quote what it saw)."""
     sample = context.get("sample")
     response = sample.get("output_text") if isinstance(sample, Mapping) else None
-    return Quotes([response] if isinstance(response, str) else [])
+    return Quotes([cut_middle(response, max_chars)[0]] if isinstance(response, str) else [])
 
 
 def _render(template: str, context: Mapping[str, Any]) -> str:
