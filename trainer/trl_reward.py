@@ -20,6 +20,8 @@ from services.common.contract import Sample, Status
 from trainer.gateway import connection
 
 RewardFunc = Callable[..., list[float | None]]
+# The share of a batch Arbiter could not score (None rewards), logged beside TRL's own metrics.
+UNSCORED_METRIC = "arbiter/unscored"
 
 
 def _text(item: Any) -> str:
@@ -53,6 +55,9 @@ def arbiter_reward(label_column: str = "label", datasource_column: str = "dataso
             for prompt, completion, label, source in zip(prompts, completions, labels, sources, strict=True)
         ]
         results = connection().score(samples)
+        log_metric = columns.get("log_metric")  # TRL >= 1.x hands reward functions a metric logger
+        if callable(log_metric) and results:
+            log_metric(UNSCORED_METRIC, sum(r.status is not Status.OK for r in results) / len(results))
         return [r.reward if r.status is Status.OK else None for r in results]
 
     reward.__name__ = f"arbiter_{label_column}"  # TRL logs each reward function under its name

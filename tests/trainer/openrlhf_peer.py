@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -28,15 +29,19 @@ def load_agent_module() -> types.ModuleType:
         pytest.fail(
             "openrlhf is not installed: pip install --no-deps openrlhf==0.11.2 (scripts/bootstrap.sh does)"
         )
-    root = next(iter(spec.submodule_search_locations))
-    for name, path in (("openrlhf", root), ("openrlhf.utils", f"{root}/utils")):
+    register_light_packages(next(iter(spec.submodule_search_locations)))
+    return importlib.import_module("openrlhf.utils.agent")
+
+
+def register_light_packages(root: str | os.PathLike[str]) -> None:
+    """`openrlhf` and `openrlhf.utils` as bare packages: their __init__ files import torch."""
+    for name, path in (("openrlhf", str(root)), ("openrlhf.utils", f"{root}/utils")):
         if name not in sys.modules:
             module = types.ModuleType(name)
             module.__path__ = [path]
             module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
             module.__spec__.submodule_search_locations = [path]
             sys.modules[name] = module
-    return importlib.import_module("openrlhf.utils.agent")
 
 
 class CharTokenizer:
