@@ -93,6 +93,7 @@ class JudgeGrader(GraderBase):
             "sampling": settings.sampling.model_dump(mode="json"),
             "models": [u.settings.model for u in pool.upstreams],
             "parser": PARSER_VERSION,
+            "max_response_chars": settings.max_response_chars,  # what the judge is shown
         }
         capabilities = sorted(self.rubrics)
         if not settings.sampling.deterministic:
