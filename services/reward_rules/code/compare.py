@@ -4,7 +4,9 @@ stdio: CRLF accepted, trailing whitespace per line and trailing blank lines igno
 tokens compared case-sensitively and exactly as text: `00000101` is not `101`, `+7` is not
 `7`, `-0` is not `0`. A label that sets `tolerance` (as judges' float checkers do) lets a
 non-integer number token match within that absolute or relative error; integer tokens and
-non-finite numbers stay exact. Values (call tests): builtin values from the sandbox's codec
+non-finite numbers stay exact. Built-in checkers (`tests.checker`): tokens (that), float
+(tokens with 1e-6 unless set), lines_unordered (any order), yes_no (case-insensitive).
+Values (call tests): builtin values from the sandbox's codec
 against the label's JSON; tuples match lists (JSON has no tuples), numbers compare exactly
 (5.0 equals 5, a Fraction its value) unless the label sets a tolerance, and a bool never
 equals a number. Nothing here raises on what a candidate produced (a 5000-digit number, 10**400
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -46,6 +49,31 @@ def _tokens_match(expected: str, actual: str, tolerance: float) -> bool:
 
 def _preview(text: str) -> str:
     return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
+
+
+def _canonical(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _unordered_mismatch(want: list[str], got: list[str]) -> str | None:
+    missing = Counter(map(_canonical, want)) - Counter(map(_canonical, got))
+    extra = Counter(map(_canonical, got)) - Counter(map(_canonical, want))
+    if not missing and not extra:
+        return None
+    if missing:
+        return f"line {_preview(next(iter(missing)))} missing (lines in any order)"
+    return f"unexpected line {_preview(next(iter(extra)))} (lines in any order)"
+
+
+def check_output(expected: str, actual: str, checker: str = "tokens", tolerance: float = 0.0) -> str | None:
+    """A built-in checker's verdict: None when right, else the first difference in words."""
+    if checker == "lines_unordered":
+        return _unordered_mismatch(_lines(expected), _lines(actual))
+    if checker == "yes_no":
+        return stdio_mismatch(expected.casefold(), actual.casefold(), tolerance)
+    if checker == "float":
+        return stdio_mismatch(expected, actual, tolerance or 1e-6)
+    return stdio_mismatch(expected, actual, tolerance)
 
 
 def stdio_mismatch(expected: str, actual: str, tolerance: float = 0.0) -> str | None:

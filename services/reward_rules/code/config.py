@@ -58,5 +58,17 @@ class CodeConfig(BaseModel):
         "answer EPERM); needs libseccomp (pyseccomp), else a warning and no filter",
     )
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
+    cxx: str = Field(default="/usr/bin/g++", description="C++ compiler, run inside the sample's sandbox")
+    cxx_flags: list[str] = Field(default_factory=lambda: ["-std=c++17", "-O2"])
+    compile_time_limit_s: float = Field(
+        default=10.0, gt=0, description="per C++ compile, within the sample budget"
+    )
+    compile_cache_mb: int = Field(
+        default=256, ge=1, description="compiled binaries and errors kept by source hash"
+    )
+    compile_memory_mb: int = Field(
+        default=1024, ge=64, description="memory for a C++ compile (tests keep theirs)"
+    )
+    max_binary_mb: int = Field(default=16, ge=1, description="a larger compiled program is a compile error")
     python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
     sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
+from services.reward_rules.code.compare import check_output, describe_value, values_match
 from services.reward_rules.code.harness import CandidateError
 from services.reward_rules.code.judge import Judge, JudgePool
 from services.reward_rules.code.labelcode import TestNames, test_names
+from services.reward_rules.code.native import COMPILE, CompileCache, prepare_binary
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -204,9 +205,36 @@ def _output_bound(expected: str, cap: int) -> int:
     return min(cap, 2 * len(expected.encode("utf-8", "surrogateescape")) + (1 << 20))
 
 
-def run_stdio(session: Session, tests: StdioTests, budget: Budget) -> Report:
+@dataclass(frozen=True)
+class NativeBuild:
+    """How a compiled language's program is built (C++: g++ in the sample's sandbox, cached)."""
+
+    cache: CompileCache
+    argv: list[str]
+    time_limit_s: float
+    max_binary_bytes: int
+    memory_bytes: int
+
+
+def run_stdio(
+    session: Session, tests: StdioTests, budget: Budget, build: NativeBuild | None = None
+) -> Report:
     report = Report()
     tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
+    if build is not None:
+        error = prepare_binary(
+            session,
+            build.cache,
+            build.argv,
+            build.time_limit_s,
+            budget.sample_deadline,
+            build.max_binary_bytes,
+            build.memory_bytes,
+        )
+        if error is not None:  # every test fails with it: the totals stay the label's
+            cases = range(1, len(tests.cases) + 1)
+            report.outcomes = [Outcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
+            return report
     for index, case in enumerate(tests.cases, start=1):
         name = f"case {index}"
         early = _skipped(report, name, budget)
@@ -232,15 +260,21 @@ def run_stdio(session: Session, tests: StdioTests, budget: Budget) -> Report:
             report.outcomes.append(Outcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
         else:
             actual = run.stdout.decode("utf-8", "replace")
-            mismatch = stdio_mismatch(case.output, actual, tolerance)
+            mismatch = check_output(case.output, actual, tests.checker, tolerance)
             report.outcomes.append(Outcome(name, mismatch is None, WRONG if mismatch else "", mismatch or ""))
     return report
 
 
-def run_tests(session: Session, label: CodeLabel, budget: Budget, judges: JudgePool | None) -> Report:
+def run_tests(
+    session: Session,
+    label: CodeLabel,
+    budget: Budget,
+    judges: JudgePool | None,
+    build: NativeBuild | None = None,
+) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
-        return run_stdio(session, tests, budget)
+        return run_stdio(session, tests, budget, build)
     if isinstance(tests, CallTests):
         return run_calls(session, tests, budget)
     if judges is None:

@@ -10,7 +10,9 @@ from services.common.settings import DEFAULT_EOS_MARKERS
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 # An opening fence (``` or longer, optional info string) up to the matching closing fence.
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+# Info strings that mark a block as the label's language (```cpp): preferred over other blocks.
+_INFO = {"python": ("python", "py", "python3"), "cpp": ("cpp", "c++", "cc", "cxx")}
 
 
 def answer_part(response: str) -> str:
@@ -22,9 +24,14 @@ def answer_part(response: str) -> str:
     return "" if _THINK_OPEN.search(text) else text
 
 
-def extract_program(response: str) -> str:
-    """The last fenced block's body (an unclosed last fence runs to the end), or the whole answer."""
+def extract_program(response: str, language: str = "python") -> str:
+    """The last fenced block's body (an unclosed last fence runs to the end), or the whole answer.
+
+    For C++ the last block marked as C++ (```cpp) wins over a later unmarked or other block."""
     text = answer_part(response)
-    blocks = [match.group(2) for match in _FENCE.finditer(text)]
-    program = blocks[-1] if blocks else text
+    blocks = [(match.group(2).strip().lower(), match.group(3)) for match in _FENCE.finditer(text)]
+    marked = [body for info, body in blocks if info in _INFO.get(language, ())]
+    if language != "python" and marked:
+        blocks = [("", marked[-1])]
+    program = blocks[-1][1] if blocks else text
     return program.strip("\n") + "\n" if program.strip() else ""

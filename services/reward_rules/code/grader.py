@@ -21,10 +21,11 @@ from pydantic import ValidationError
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, GraderUnavailableError, config_hash
 from services.reward_rules.code.config import CodeConfig
-from services.reward_rules.code.evaluate import Budget, Report, label_names, run_tests
+from services.reward_rules.code.evaluate import Budget, NativeBuild, Report, label_names, run_tests
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
+from services.reward_rules.code.native import COMPILE, CompileCache
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.runner import PythonRunner
 from services.reward_rules.code.sandbox import Limits, bwrap_path
@@ -53,8 +54,10 @@ LOG_KEYS = (
     "code/crashes",
     "code/output_limits",
     "code/no_program",
+    "code/compile_error",
     "code/run_ms",
 )
+LANGUAGES = {"python": "python", "py": "python", "python3": "python", "cpp": "cpp", "c++": "cpp"}
 
 
 class SandboxUnavailableError(GraderUnavailableError):
@@ -83,7 +86,7 @@ class CodeGrader(GraderBase):
             name="code",
             version=VERSION,
             config_hash=config_hash(self.config),
-            capabilities=["code", "python", "stdio", "assert", "check", "call"],
+            capabilities=["code", "python", "cpp", "stdio", "assert", "check", "call", "checkers"],
         )
         self.workers = self.config.workers or (os.cpu_count() or 2) + 2
         self._source: SandboxSource | None = None
@@ -92,6 +95,7 @@ class CodeGrader(GraderBase):
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
+        self._compile_cache = CompileCache(self.config.compile_cache_mb << 20)
 
     def _limits(self) -> Limits:
         output = self.config.max_output_bytes
@@ -175,17 +179,20 @@ class CodeGrader(GraderBase):
         label = self._parse(sample.label)
         if isinstance(label, str):
             return self._result(Status.INVALID_INPUT, label)
-        if label.language != self.runner.name:
+        language = LANGUAGES.get(label.language.lower())
+        if language is None:
             return self._result(
-                Status.INVALID_INPUT, f"language {label.language!r} is not supported (python)"
+                Status.INVALID_INPUT, f"language {label.language!r} is not supported (python, cpp)"
             )
+        if language == "cpp" and not isinstance(label.tests, StdioTests):
+            return self._result(Status.INVALID_INPUT, "C++ labels take stdio tests")
         total = label.test_count()
         if isinstance(label.tests, AssertTests | CheckTests):
             try:
                 label_names(label.tests)
             except LabelCodeError as exc:
                 return self._result(Status.INVALID_INPUT, f"bad code label: {exc}")
-        program = extract_program(sample.response)
+        program = extract_program(sample.response, language)
         if not program:
             return self._result(Status.OK, "no program in the response", total=total, no_program=1.0)
         if self._source is None:
@@ -205,8 +212,19 @@ class CodeGrader(GraderBase):
         module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
         prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
         session = Session(self._source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
+        build = None
+        if language == "cpp":
+            if self._pool is None:
+                return self._result(Status.GRADER_ERROR, "C++ needs the local sandbox backend", total=total)
+            build = NativeBuild(
+                self._compile_cache,
+                [self.config.cxx, *self.config.cxx_flags],
+                self.config.compile_time_limit_s,
+                self.config.max_binary_mb << 20,
+                self.config.compile_memory_mb << 20,
+            )
         try:
-            report = run_tests(session, label, budget, self._judges)
+            report = run_tests(session, label, budget, self._judges, build)
         except InfrastructureError as exc:
             log.error("code grader: %s", exc)
             return self._result(Status.GRADER_ERROR, str(exc)[:500], total=total)
@@ -234,6 +252,7 @@ class CodeGrader(GraderBase):
                 "code/memory_kills": float(report.count(MEMORY)),
                 "code/crashes": float(report.count(CRASH)),
                 "code/output_limits": float(report.count(OUTPUT)),
+                "code/compile_error": float(report.count(COMPILE) > 0),
                 "code/run_ms": run_ms,
             }
         )

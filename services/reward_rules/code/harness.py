@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 64
 STDIN_NAME = ".stdin"  # in the work dir: /tmp, a fresh tmpfs, in the sandbox
+SOURCE_NAME = "main.cpp"
+BINARY_NAME = ".prog"
 _HEADER = struct.Struct(">I")
 
 
@@ -343,6 +345,10 @@ class Harness:
                 reply = self.stdio(request)
             elif op == "judge":
                 reply = self.judge_sample(request)
+            elif op == "compile":
+                reply = self.compile_native(request)
+            elif op == "binary":
+                reply = self.put_binary(request)
             else:
                 reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
             write_frame(self.ctl_out, reply)
@@ -398,8 +404,61 @@ class Harness:
             return {"ok": True, "value": {"X": f"{type(result).__name__} ({_describe(exc)['message']})"}}
         return {"ok": True, "value": encoded}
 
+    def compile_native(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Compiles a C++ program here, in the sandbox, under a time limit; returns the binary.
+
+        The compiler runs as the candidate would (own process group, first for the memory
+        killer); what it cannot finish in time, or in memory, is the program's compile error.
+        """
+        with open(SOURCE_NAME, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(request["source"])
+        for name in (BINARY_NAME,):
+            try:  # noqa: SIM105 - contextlib would cost start-up time
+                os.unlink(name)
+            except OSError:
+                pass
+        with open(STDIN_NAME, "wb"):
+            pass
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
+        pid = os.fork()
+        if pid == 0:
+            _child_main(None, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r), argv)
+        os.close(out_w)
+        os.close(err_w)
+        run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16)
+        if run["exit"] or run["signal"] or run["timeout"] or not os.path.exists(BINARY_NAME):
+            return {
+                "ok": True,
+                "compiled": False,
+                "timeout": run["timeout"],
+                "signal": run["signal"],
+                "stderr": run["stderr"],
+            }
+        size = os.path.getsize(BINARY_NAME)
+        if size > int(request["max_binary_bytes"]):
+            return {
+                "ok": True,
+                "compiled": False,
+                "timeout": False,
+                "signal": 0,
+                "stderr": b64encode(b"binary too large"),
+            }
+        with open(BINARY_NAME, "rb") as handle:
+            return {"ok": True, "compiled": True, "binary": b64encode(handle.read())}
+
+    def put_binary(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Installs a binary compiled earlier (the grader's compile cache) as the program."""
+        with open(BINARY_NAME, "wb") as handle:
+            handle.write(b64decode(request["data"]))
+        os.chmod(BINARY_NAME, 0o755)
+        return {"ok": True}
+
     def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
         """Runs the program as __main__ in a fresh child on one input; reports its exit and output."""
+        if request.get("binary"):
+            return self._stdio(None, request, [os.path.abspath(BINARY_NAME)])
         if self.compiled is None:
             try:
                 self.compiled = compile(request["source"], "solution.py", "exec")
@@ -416,19 +475,23 @@ class Harness:
                     "stdout": "",
                     "stderr": b64encode(message),
                 }
+        return self._stdio(self.compiled, request, None)
+
+    def _stdio(self, compiled: Any, request: dict[str, Any], argv: Any) -> dict[str, Any]:
         with open(STDIN_NAME, "wb") as handle:
             handle.write(request["input"].encode("utf-8", "surrogateescape"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child_main(self.compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r))
+            _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r), argv)
         os.close(out_w)
         os.close(err_w)
         return _supervise(pid, out_r, err_r, float(request["time_limit_s"]), int(request["max_output_bytes"]))
 
 
-def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -> None:
+def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...], argv: Any = None) -> None:
+    """The run's process: Python code `compiled` as __main__, or the executable `argv`."""
     code = 121
     try:
         for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork leaks into this run
@@ -450,6 +513,8 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -
         os.dup2(err_w, 2)
         for fd in (stdin, out_w, err_w):
             os.close(fd)
+        if argv is not None:
+            os.execv(argv[0], argv)  # signals at their defaults, as a judge runs a binary
         for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # as a fresh interpreter has them
             _signal.signal(sig, _signal.SIG_IGN)
         stdin_text = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115

@@ -154,6 +154,9 @@ class SandboxFusionSource:
     def acquire(self, memory_bytes: int) -> RemoteSandbox:
         return RemoteSandbox(self.client, self.limits)
 
+    def set_memory_limit(self, sandbox: RemoteSandbox, memory_bytes: int) -> None:
+        """The server applies its own limits."""
+
     def release(self, sandbox: RemoteSandbox) -> None:
         sandbox.kill()
 

@@ -56,6 +56,8 @@ class SandboxLike(Protocol):
 class SandboxSource(Protocol):
     def acquire(self, memory_bytes: int) -> Any: ...
 
+    def set_memory_limit(self, sandbox: Any, memory_bytes: int) -> None: ...
+
     def release(self, sandbox: Any) -> None: ...
 
     def close(self) -> None: ...
@@ -118,6 +120,7 @@ class Session:
         self.failure: CandidateFailure | None = None  # the last one, until a restart
         self.load_error: Exception | None = None
         self.stderr_bytes = 0
+        self.binary: bytes | None = None  # a compiled program, installed in every fresh sandbox
 
     # -------------------------------------------------------------- lifecycle
 
@@ -144,8 +147,37 @@ class Session:
                 self.pool.release(sandbox)
                 raise InfrastructureError(f"sandbox did not start: {exc}") from exc
             self.sandbox = sandbox
+            if self.binary is not None:
+                self._install(sandbox, self.binary, time.monotonic() + START_TIMEOUT_S)
             return sandbox
         raise AssertionError("unreachable")
+
+    def _install(self, sandbox: SandboxLike, binary: bytes, deadline: float) -> None:
+        try:
+            reply = sandbox.request({"op": "binary", "data": base64.b64encode(binary).decode()}, deadline)
+        except SandboxError as exc:
+            raise self._fail(sandbox, exc) from None
+        if reply.get("ok") is not True:
+            raise InfrastructureError(f"could not install the compiled program: {reply}"[:300])
+
+    def install_binary(self, binary: bytes, deadline: float, installed: bool = False) -> None:
+        """Makes `binary` the program, here and in every sandbox a restart brings."""
+        self.binary = binary
+        if not installed:
+            self._install(self._start(), binary, deadline)
+
+    def start(self) -> None:
+        """A running sandbox (a fresh one after a failure, if restarts are left)."""
+        self._start()
+
+    def set_memory(self, memory_bytes: int) -> None:
+        """Changes the running sandbox's memory limit (a compile may need more than the tests)."""
+        if self.sandbox is not None:
+            self.pool.set_memory_limit(self.sandbox, memory_bytes)
+
+    def exchange(self, message: dict[str, Any], deadline: float, max_reply: int) -> dict[str, Any]:
+        """One request to the sandbox (started if need be); a failure is the candidate's."""
+        return self._request(message, deadline, max_reply)
 
     def close(self) -> None:
         if self.sandbox is not None:
@@ -242,11 +274,14 @@ class Session:
     def run_stdio(self, stdin: str, time_limit_s: float, max_output: int) -> StdioRun:
         message = {
             "op": "stdio",
-            "source": self.program,
             "input": stdin,
             "time_limit_s": time_limit_s,
             "max_output_bytes": max_output,
         }
+        if self.binary is not None:
+            message["binary"] = True
+        else:
+            message["source"] = self.program
         sandbox = self._start()
         oom_before = sandbox.oom_kills()
         frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY  # base64 of the capped stdout and stderr tail

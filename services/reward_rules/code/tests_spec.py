@@ -43,6 +43,12 @@ class StdioTests(_Spec):
         description="non-integer number tokens match within this absolute or relative error; unset: "
         "tokens compare exactly as text (the grader's float_tolerance, 0 by default)",
     )
+    checker: Literal["tokens", "float", "lines_unordered", "yes_no"] = Field(
+        default="tokens",
+        description="tokens: exact tokens per line (tolerance applies); float: tokens with tolerance "
+        "(1e-6 when unset); lines_unordered: the same lines in any order; yes_no: tokens compared "
+        "case-insensitively (YES/yes/Yes)",
+    )
 
 
 class AssertTests(_Spec):

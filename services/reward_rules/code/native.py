@@ -1,0 +1,144 @@
+"""C++ programs: compiled in the candidate's sandbox, once per distinct source (a bounded cache).
+
+The compiler is as hostile an input's target as the program (`#include </dev/zero>`, template
+explosions): it runs inside the sample's sandbox, under its memory limit and a compile time
+limit, and whatever it cannot do is the program's compile error (a verdict). A GRPO group
+sends the same program many times: the cache keeps each compiled binary (and each compile
+error) by the hash of source and flags; samples that arrive while it compiles wait for that one
+compile instead of starting their own. A cached binary is copied into a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from services.reward_rules.code.session import TIMEOUT, CandidateFailure, Session, last_line
+
+COMPILE = "compile error"
+
+
+@dataclass(frozen=True)
+class Compiled:
+    binary: bytes | None  # None: a compile error
+    message: str = ""
+
+
+class CompileCache:
+    """Binaries and compile errors by source hash, least recently used out past `max_bytes`."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, Compiled] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._pending: dict[str, threading.Event] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _get(self, key: str) -> Compiled | None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def claim(self, key: str, wait_s: float) -> Compiled | None:
+        """The cached result, or None when the caller is to compile it (others wait for it)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._lock:
+                entry = self._get(key)
+                if entry is not None:
+                    self.hits += 1
+                    return entry
+                pending = self._pending.get(key)
+                if pending is None:
+                    self._pending[key] = threading.Event()
+                    self.misses += 1
+                    return None
+            if not pending.wait(max(deadline - time.monotonic(), 0)):
+                with self._lock:
+                    self.misses += 1
+                return None  # compile it too rather than wait past the budget
+
+    def finish(self, key: str, result: Compiled | None) -> None:
+        """Stores a result (None: nothing worth caching, e.g. a compile that timed out)."""
+        with self._lock:
+            if result is not None and key not in self._entries:
+                self._entries[key] = result
+                self._bytes += len(result.binary or b"") + len(result.message)
+                while self._bytes > self.max_bytes and len(self._entries) > 1:
+                    _, old = self._entries.popitem(last=False)
+                    self._bytes -= len(old.binary or b"") + len(old.message)
+            event = self._pending.pop(key, None)
+        if event is not None:
+            event.set()
+
+
+def cache_key(source: str, argv: list[str]) -> str:
+    digest = hashlib.sha256("\0".join(argv).encode())
+    digest.update(b"\0\0")
+    digest.update(source.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _compiler_message(stderr: bytes) -> str:
+    """The compiler's first error line (the last line is usually a caret or a summary)."""
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    errors = [line.strip() for line in lines if "error" in line]
+    return errors[0][:300] if errors else last_line(stderr)
+
+
+def prepare_binary(
+    session: Session,
+    cache: CompileCache,
+    argv: list[str],
+    time_limit_s: float,
+    deadline: float,
+    max_binary_bytes: int,
+    compile_memory_bytes: int,
+) -> str | None:
+    """Puts the program's binary in the session's sandbox; a compile error's message otherwise.
+
+    The compile gets `compile_memory_bytes` (at least the tests' limit); the tests get theirs."""
+    key = cache_key(session.program, argv)
+    cached = cache.claim(key, max(deadline - time.monotonic(), 0))
+    if cached is not None:
+        if cached.binary is None:
+            return cached.message
+        session.install_binary(cached.binary, deadline)
+        return None
+    result: Compiled | None = None
+    try:
+        limit = max(min(time_limit_s, deadline - time.monotonic()), 0.1)
+        message = {"op": "compile", "source": session.program, "argv": argv, "time_limit_s": limit}
+        message["max_binary_bytes"] = max_binary_bytes
+        session.start()
+        session.set_memory(max(compile_memory_bytes, session.memory_bytes))
+        try:
+            reply = session.exchange(
+                message, time.monotonic() + limit + 2.0, max_binary_bytes * 4 // 3 + (64 << 10)
+            )
+        finally:
+            session.set_memory(session.memory_bytes)
+        if reply.get("compiled") is True:
+            binary = base64.b64decode(str(reply.get("binary", "")), validate=True)
+            result = Compiled(binary)
+            session.install_binary(binary, deadline, installed=True)
+            return None
+        stderr = base64.b64decode(str(reply.get("stderr", "")), validate=True)
+        if reply.get("timeout"):
+            return f"compiling took over {limit:g} s"  # load-dependent: not cached
+        detail = _compiler_message(stderr) or (
+            f"compiler killed by signal {reply.get('signal')}" if reply.get("signal") else ""
+        )
+        result = Compiled(None, detail or "the compiler failed")
+        return result.message
+    except CandidateFailure as exc:
+        return f"compiling: {TIMEOUT if exc.reason == TIMEOUT else exc.reason} {exc.message}".strip()
+    finally:
+        cache.finish(key, result)

@@ -1,0 +1,125 @@
+"""C++ through the public grader: compiled in the sandbox once per distinct source, run per test;
+every outcome a program can cause, compile errors included, is a verdict. Built-in checkers."""
+
+# ruff: noqa: E501  (programs stay one string per line of intent)
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from services.common.contract import Sample, Status
+from services.reward_rules.code import CodeConfig, CodeGrader
+from tests.reward_rules.code_fixtures import assert_clean, score
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (Debian g++)")
+
+ADD = '#include <bits/stdc++.h>\nint main() { long long a, b; std::cin >> a >> b; std::cout << a + b << "\\n"; }\n'
+CASES = [("1 2\n", "3\n"), ("5 6\n", "11\n")]
+
+
+def cpp(program: str, cases: list[tuple[str, str]], fence: str = "cpp", **tests: Any) -> Sample:
+    spec = {"kind": "stdio", "cases": [{"input": i, "output": o} for i, o in cases], **tests}
+    label = {"grader": "code", "language": "cpp", "tests": spec, "time_limit_s": 2.0}
+    return Sample(response=f"Here:\n```{fence}\n{program}```\n", label=json.dumps(label))
+
+
+@pytest.fixture(scope="module")
+def grader() -> Iterator[CodeGrader]:
+    grader = CodeGrader(CodeConfig(workers=2, warm_sandboxes=2, compile_time_limit_s=20.0))
+    yield grader
+    asyncio.run(grader.aclose())
+
+
+@pytest.mark.parametrize(
+    ("name", "program", "reason"),
+    [
+        ("wrong answer", ADD.replace("a + b", "a - b"), "wrong answer"),
+        ("time limit", "int main() { volatile long x = 0; while (true) x++; }\n", "timeout"),
+        (
+            "memory limit",
+            "#include <cstdlib>\n#include <cstring>\nint main() { for (;;) { char* p = (char*)malloc(1 << 24); memset(p, 1, 1 << 24); } }\n",
+            "memory limit",
+        ),
+        ("segfault", "int main() { int* p = nullptr; return *p; }\n", "runtime error"),
+        ("exit status", '#include <cstdio>\nint main() { puts("3"); return 1; }\n', "runtime error"),
+        ("compile error", "int main() { return x; }\n", "compile error"),
+        ("hostile include", "#include </dev/zero>\nint main() {}\n", "compile error"),
+        (
+            "template explosion",
+            "template<int N> struct F { static const int v = F<N-1>::v + F<N-2>::v; };\ntemplate<> struct F<0> { static const int v = 0; };\n"
+            "template<> struct F<1> { static const int v = 1; };\nint main() { return F<100000>::v; }\n",
+            "compile error",
+        ),
+    ],
+)
+def test_every_failure_is_a_verdict(grader: CodeGrader, name: str, program: str, reason: str) -> None:
+    sample = cpp(program, CASES)
+    if name == "memory limit":
+        sample = Sample(
+            response=sample.response,
+            label=sample.label.replace('"time_limit_s"', '"memory_limit_mb": 64, "time_limit_s"'),
+        )
+    (result,) = score(grader, sample)
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+    assert reason in result.detail, result.detail
+    assert result.logs["code/compile_error"] == float(reason == "compile error")
+
+
+def test_a_right_program_passes_and_compiles_once(grader: CodeGrader) -> None:
+    program = ADD.replace("int main()", "// variant for this test\nint main()")
+    before = (grader._compile_cache.hits, grader._compile_cache.misses)
+    results = score(grader, *[cpp(program, CASES) for _ in range(6)])
+    assert [r.reward for r in results] == [1.0] * 6, [r.detail for r in results]
+    hits, misses = grader._compile_cache.hits - before[0], grader._compile_cache.misses - before[1]
+    assert (hits, misses) == (5, 1)  # concurrent samples waited for the one compile
+    assert_clean(grader)
+
+
+def test_the_binary_follows_the_program_into_a_fresh_sandbox(grader: CodeGrader) -> None:
+    program = (
+        "#include <bits/stdc++.h>\n#include <signal.h>\n#include <unistd.h>\n"
+        "int main() { long long a, b; std::cin >> a >> b; if (a == 1) kill(getppid(), SIGKILL); std::cout << a + b << std::endl; }\n"
+    )
+    (result,) = score(grader, cpp(program, CASES))
+    assert result.score == 0.5, result.detail  # case 1 killed its harness; case 2 ran in a new sandbox
+
+
+def test_the_cpp_block_is_picked(grader: CodeGrader) -> None:
+    response = f"```cpp\n{ADD}```\nand in Python, for comparison:\n```python\nprint(3)\n```\n"
+    label = json.loads(cpp(ADD, CASES).label)
+    (result,) = score(grader, Sample(response=response, label=json.dumps(label)))
+    assert result.reward == 1.0, result.detail
+
+
+def test_function_tests_are_python_only(grader: CodeGrader) -> None:
+    label = {
+        "grader": "code",
+        "language": "cpp",
+        "tests": {"kind": "call", "entry_point": "f", "cases": [{"args": [], "expected": 1}]},
+    }
+    (result,) = score(grader, Sample(response=f"```cpp\n{ADD}```", label=json.dumps(label)))
+    assert result.status is Status.INVALID_INPUT
+
+
+@pytest.mark.parametrize(
+    ("checker", "expected", "printed", "ok"),
+    [
+        ("lines_unordered", "1 2\n3 4\n", "3  4\n1 2\n", True),
+        ("lines_unordered", "1 2\n3 4\n", "3 4\n3 4\n", False),
+        ("yes_no", "YES\nNO\n", "yes\nNo\n", True),
+        ("yes_no", "YES\n", "NO\n", False),
+        ("float", "0.333333\n", "0.3333333333\n", True),
+        ("float", "0.333333\n", "0.34\n", False),
+        ("tokens", "0.333333\n", "0.3333333333\n", False),
+    ],
+)
+def test_builtin_checkers(grader: CodeGrader, checker: str, expected: str, printed: str, ok: bool) -> None:
+    program = f"#include <cstdio>\nint main() {{ fputs({json.dumps(printed)}, stdout); }}\n"
+    (result,) = score(grader, cpp(program, [("", expected)], checker=checker))
+    assert result.reward == float(ok), result.detail
