@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The real-framework tier (tests/trainer/frameworks), apart from the main test command:
+# TRL 1.16 and veRL 0.9.1 each in its own venv (scripts/trainer-venvs.sh; their transformers
+# pins conflict), each test file run by its framework's python against a gateway process.
+# Arguments go to both pytest runs (e.g. -x, -k outage).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh dev,ray,eval,rm  # the gateway's code and test helpers come from the repo
+
+start=$SECONDS
+# The two installs are mostly downloads and unpacking: side by side they take the longer one's time.
+scripts/trainer-venvs.sh trl >/tmp/arbiter-venv-trl.log 2>&1 &
+trl_pid=$!
+scripts/trainer-venvs.sh verl >/tmp/arbiter-venv-verl.log 2>&1 &
+verl_pid=$!
+status=0
+wait "$trl_pid" || { echo "TRL venv failed:" >&2; tail -n 40 /tmp/arbiter-venv-trl.log >&2; status=1; }
+wait "$verl_pid" || { echo "veRL venv failed:" >&2; tail -n 40 /tmp/arbiter-venv-verl.log >&2; status=1; }
+[ "$status" = 0 ] || exit 1
+echo "framework venvs ready in $((SECONDS - start)) s"
+
+export ARBITER_FRAMEWORK_TESTS=1
+start=$SECONDS
+.venv-trl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_trl.py "$@"
+echo "TRL tier: $((SECONDS - start)) s"
+start=$SECONDS
+.venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py "$@"
+echo "veRL tier: $((SECONDS - start)) s"
