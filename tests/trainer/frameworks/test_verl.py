@@ -94,6 +94,9 @@ def test_each_veRL_line_has_its_config_key(tokenizer_dir: Path) -> None:
         [f"custom_reward_function.path={ADAPTER}", f"actor_rollout_ref.model.path={tokenizer_dir}"]
     )
     assert legacy.reward.custom_reward_function.path is None, "0.9 ignores the legacy key: README says so"
+    # The README's way to hand the reward workers (Ray actors) the adapter's settings.
+    env = compose(["+ray_kwargs.ray_init.runtime_env.env_vars.ARBITER_GATEWAY=gw:9100"])
+    assert env.ray_kwargs.ray_init.runtime_env.env_vars.ARBITER_GATEWAY == "gw:9100"
 
 
 def test_verl_reward_loader_and_naive_manager_score_plain_references(
