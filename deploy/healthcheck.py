@@ -11,7 +11,9 @@ It imports only the standard library and PyYAML, not the settings model: Docker 
 few seconds, and on a loaded 2-core host importing pydantic and every settings module took
 longer than the check's timeout, so a busy but healthy replica was marked unhealthy.
 With TLS on (`<service>.tls`, mounted certificates), it speaks HTTPS without verifying: the
-check asks whether the process answers, not who it is.
+check asks whether the process answers, not who it is. Under mutual TLS (`tls.client_ca_file`)
+it presents the service's own certificate, which must then allow client authentication too
+(extended key usage clientAuth beside serverAuth).
 """
 
 from __future__ import annotations
@@ -46,12 +48,25 @@ def port_of(service: str) -> int:
     return int(configured) if configured is not None else DEFAULT_PORTS[service]
 
 
-def tls_on(service: str) -> bool:
-    env = os.environ.get(f"ARBITER_{service.upper()}__TLS__CERT_FILE")
-    if env is not None:
-        return bool(env)
-    tls = _section(service).get("tls")
-    return isinstance(tls, dict) and bool(tls.get("cert_file"))
+def tls_files(service: str) -> dict[str, str]:
+    """cert_file, key_file, client_ca_file of the service's TLS settings (env over YAML)."""
+    section = _section(service).get("tls")
+    files = {k: str(v) for k, v in section.items() if v} if isinstance(section, dict) else {}
+    for field in ("cert_file", "key_file", "client_ca_file"):
+        env = os.environ.get(f"ARBITER_{service.upper()}__TLS__{field.upper()}")
+        if env is not None:
+            files[field] = env
+    return {k: v for k, v in files.items() if v}
+
+
+def client_context(service: str) -> ssl.SSLContext | None:
+    files = tls_files(service)
+    if not files.get("cert_file"):
+        return None
+    context = ssl._create_unverified_context()
+    if files.get("client_ca_file"):
+        context.load_cert_chain(files["cert_file"], files.get("key_file"))
+    return context
 
 
 def main(argv: list[str]) -> int:
@@ -60,9 +75,8 @@ def main(argv: list[str]) -> int:
         return 2
     port = port_of(argv[0])
     path = argv[1] if len(argv) == 2 else "/healthz"
-    scheme, context = "http", None
-    if tls_on(argv[0]):
-        scheme, context = "https", ssl._create_unverified_context()
+    context = client_context(argv[0])
+    scheme = "http" if context is None else "https"
     try:
         with urllib.request.urlopen(
             f"{scheme}://127.0.0.1:{port}{path}", timeout=3, context=context

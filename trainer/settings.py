@@ -12,6 +12,11 @@ workers, TRL's trainer), so the only channel for settings is the environment:
 - ARBITER_LOG_KEYS (none): gateway logs to pass on beside the fixed set (trainer/keys.py),
   comma-separated, e.g. `component/correct,math/boxed`.
 - ARBITER_AUTH_TOKEN (none): the gateway's bearer token, when it requires one.
+- TLS to a gateway serving it (`gateway.tls`): ARBITER_GATEWAY_CA_FILE (the CA bundle its
+  certificate is checked against), or ARBITER_GATEWAY_TLS=1 to check it against the system's
+  CAs; ARBITER_GATEWAY_CERT_FILE + ARBITER_GATEWAY_KEY_FILE (this client's certificate, when
+  the gateway requires one: mTLS); ARBITER_GATEWAY_SERVER_NAME (the name to verify, when
+  ARBITER_GATEWAY's host is not the certificate's).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.contract import RESERVED_LOG_KEYS
+from services.common.tls import ClientTLS
 
 # Keys the adapters' answers use themselves (veRL: `score`, `acc`): never a passed-on log.
 TAKEN_KEYS = RESERVED_LOG_KEYS | {"acc"}
@@ -34,6 +40,7 @@ class AdapterSettings:
     fallback_reward: float = 0.0
     extra_log_keys: tuple[str, ...] = ()
     token: str | None = None
+    tls: ClientTLS | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.wait_s < 0:
@@ -64,4 +71,19 @@ class AdapterSettings:
             fallback_reward=number("ARBITER_FALLBACK_REWARD", cls.fallback_reward),
             extra_log_keys=keys,
             token=env.get("ARBITER_AUTH_TOKEN") or None,
+            tls=_tls_from_env(env),
         )
+
+
+def _tls_from_env(env: Mapping[str, str]) -> ClientTLS | None:
+    """TLS when a CA bundle, a client certificate or ARBITER_GATEWAY_TLS=1 says so; else plaintext."""
+    names = {
+        "ca_file": "CA_FILE",
+        "cert_file": "CERT_FILE",
+        "key_file": "KEY_FILE",
+        "server_name": "SERVER_NAME",
+    }
+    values = {field: env.get(f"ARBITER_GATEWAY_{suffix}", "").strip() for field, suffix in names.items()}
+    if not any(values.values()) and env.get("ARBITER_GATEWAY_TLS", "").strip() not in ("1", "true", "yes"):
+        return None
+    return ClientTLS(**values)

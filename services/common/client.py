@@ -24,6 +24,7 @@ from services.common.contract import (
     ScoreResponse,
 )
 from services.common.protoconv import info_from_pb, request_to_pb, response_from_pb
+from services.common.tls import ClientTLS, grpc_channel_credentials, grpc_channel_options, ssl_context
 
 Transport = Literal["grpc", "http"]
 
@@ -50,8 +51,11 @@ class ArbiterClient:
         retries: int = 2,
         max_message_bytes: int = 64 * 1024 * 1024,
         token: str | None = None,
+        tls: ClientTLS | None = None,
     ) -> None:
-        """`token`: the bearer token of a service started with `auth_token_env`."""
+        """`token`: the bearer token of a service started with `auth_token_env`; `tls`: connect
+        over TLS (gRPC) and verify HTTPS with its CA bundle, presenting its client certificate
+        under mTLS. Without `tls`, gRPC is plaintext and an https:// URL uses the system's CAs."""
         if not http_url and not grpc_target:
             raise ValueError("give http_url, grpc_target or both")
         self.transport: Transport = transport or ("grpc" if grpc_target else "http")
@@ -67,24 +71,25 @@ class ArbiterClient:
                 timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
                 headers={"authorization": f"Bearer {token}"} if token else None,
+                verify=ssl_context(tls) if tls is not None else True,
             )
             if http_url
             else None
         )
-        self._channel = (
-            grpc.aio.insecure_channel(
-                grpc_target,
-                options=[
-                    ("grpc.max_receive_message_length", max_message_bytes),
-                    ("grpc.max_send_message_length", max_message_bytes),
-                    # A DNS name with several replicas (compose --scale, a headless k8s Service):
-                    # spread calls over all of them, not just the first address.
-                    ("grpc.lb_policy_name", "round_robin"),
-                ],
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+            # A DNS name with several replicas (compose --scale, a headless k8s Service):
+            # spread calls over all of them, not just the first address.
+            ("grpc.lb_policy_name", "round_robin"),
+        ]
+        self._channel: grpc.aio.Channel | None = None
+        if grpc_target and tls is not None:
+            self._channel = grpc.aio.secure_channel(
+                grpc_target, grpc_channel_credentials(tls), options=options + grpc_channel_options(tls)
             )
-            if grpc_target
-            else None
-        )
+        elif grpc_target:
+            self._channel = grpc.aio.insecure_channel(grpc_target, options=options)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = (
             pb_grpc.RewardServiceStub(self._channel)  # type: ignore[no-untyped-call]

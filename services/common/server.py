@@ -28,6 +28,7 @@ from services.common.http_app import build_http_app
 from services.common.httpguard import HttpLimits, guarded_protocol
 from services.common.metrics import KitMetrics
 from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
+from services.common.tls import grpc_server_credentials, uvicorn_ssl_options
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,8 @@ class GraderServer:
     def http_url(self) -> str:
         host = self.settings.host
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.http_port}"
+        scheme = "https" if self.settings.tls.enabled else "http"
+        return f"{scheme}://{host}:{self.http_port}"
 
     @property
     def grpc_target(self) -> str:
@@ -156,12 +158,19 @@ class GraderServer:
             self.settings.http_port,
             http=guarded_protocol(limits),
             timeout_keep_alive=self.settings.keep_alive_s,
+            **uvicorn_ssl_options(self.settings.tls),
         )
         await self._http.start()
         self.http_port = self._http.port
         if self.settings.grpc_port >= 0:
             self._grpc, self._health = build_grpc_server(self.engine, token)
-            self.grpc_port = self._grpc.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
+            address = f"{self.settings.host}:{self.settings.grpc_port}"
+            if self.settings.tls.enabled:
+                self.grpc_port = self._grpc.add_secure_port(
+                    address, grpc_server_credentials(self.settings.tls)
+                )
+            else:
+                self.grpc_port = self._grpc.add_insecure_port(address)
             await self._grpc.start()
             await self._health.set("", SERVING)
             await self._health.set(SERVICE_NAME, SERVING)

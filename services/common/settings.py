@@ -20,6 +20,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from services.common.tls import TLSSettings
 from services.common.yamlconf import describe_errors
 
 DEFAULT_REFLECTION_KEYWORDS = (
@@ -84,6 +85,10 @@ class ServerSettings(BaseModel):
     )
     max_connections: int = Field(
         default=0, ge=0, description="open HTTP connections at once; 0: the fd limit less a reserve"
+    )
+    tls: TLSSettings = Field(
+        default_factory=TLSSettings,
+        description="HTTPS and gRPC over TLS, optional mTLS (services/common/tls.py)",
     )
 
 

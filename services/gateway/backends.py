@@ -21,6 +21,7 @@ from typing import Protocol
 from services.common.client import ArbiterClient, ArbiterClientError
 from services.common.contract import GraderInfo, Result, Sample
 from services.common.engine import ScoringEngine
+from services.common.tls import ClientTLS
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,10 @@ class InProcessBackend:
 
 
 class _Replica:
-    def __init__(self, target: str, token: str | None) -> None:
+    def __init__(self, target: str, token: str | None, tls: ClientTLS | None = None) -> None:
         self.target = target
         self._token = token
+        self._tls = tls
         self._client: ArbiterClient | None = None
         self.failures = 0
         self.ejected_until = 0.0
@@ -80,7 +82,7 @@ class _Replica:
         # Made on first use: a grpc.aio channel belongs to the event loop it was made in,
         # and the gateway is built before `arbiter serve` starts its loop.
         if self._client is None:
-            self._client = ArbiterClient(grpc_target=self.target, retries=0, token=self._token)
+            self._client = ArbiterClient(grpc_target=self.target, retries=0, token=self._token, tls=self._tls)
         return self._client
 
     async def aclose(self) -> None:
@@ -105,11 +107,12 @@ class RemoteBackend:
         eject_after_failures: int = 2,
         eject_cooldown_s: float = 10.0,
         token: str | None = None,
+        tls: ClientTLS | None = None,
     ) -> None:
         if not targets:
             raise ValueError(f"service {name!r} has no replicas")
         self.name = name
-        self.replicas = [_Replica(t, token) for t in targets]
+        self.replicas = [_Replica(t, token, tls) for t in targets]
         self._turn = itertools.cycle(range(len(self.replicas)))
         self._health_interval = health_interval_s
         self._eject_after = eject_after_failures

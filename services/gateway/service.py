@@ -31,6 +31,7 @@ def build_gateway(
             eject_after_failures=settings.eject_after_failures,
             eject_cooldown_s=settings.eject_cooldown_s,
             token=load_token(remote.auth_token_env),
+            tls=remote.tls,
         )
     needed = {
         _owner(component.service or component.grader, grader_owners)

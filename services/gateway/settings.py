@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from services.common.formula import Formula
 from services.common.saferegex import check_pattern
 from services.common.settings import ServerSettings
+from services.common.tls import ClientTLS
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -105,6 +106,9 @@ class RouteSpec(_Config):
 class RemoteService(_Config):
     replicas: list[str] = Field(min_length=1, description="gRPC host:port of each replica")
     auth_token_env: str = Field(default="", description="env var with the replicas' bearer token")
+    tls: ClientTLS | None = Field(
+        default=None, description="connect over TLS: CA bundle, client certificate for mTLS, server name"
+    )
 
 
 # The embedded defaults: a plain reference answer is graded for correctness by the math grader
