@@ -221,6 +221,52 @@ def read_serve_config(path: Path = SERVE_CONFIG) -> dict[str, Any]:
     return application
 
 
+def minimum_cpus(options: Mapping[str, Mapping[str, Any]], deployments: Sequence[str]) -> float:
+    """CPUs the deployments hold at their minimum replica counts (Serve's default: 1 CPU each)."""
+    total = 0.0
+    for name in deployments:
+        option = options.get(name, {})
+        autoscaling = option.get("autoscaling_config") or {}
+        replicas = autoscaling.get("min_replicas", 1) if autoscaling else option.get("num_replicas", 1)
+        cpus = (option.get("ray_actor_options") or {}).get("num_cpus", 1.0)
+        total += float(replicas) * float(cpus)
+    return total
+
+
+def fit_to_cluster(
+    options: Mapping[str, Mapping[str, Any]], deployments: Sequence[str], cluster_cpus: float
+) -> dict[str, dict[str, Any]]:
+    """The deployments' options with `num_cpus` scaled down so that their minimum replicas fit.
+
+    deploy/ray_serve.yaml asks for what a training node spares (a 2-CPU gateway, 4-CPU grader
+    replicas, 2 of them at least); on a smaller cluster those requests could never be scheduled:
+    the replicas would stay pending and the gateway, waiting on them, would never answer
+    /healthz. Scaling every request by the same factor keeps their proportions and says so in
+    the log; the rule graders' worker pools follow the replica's CPUs (fit_workers_to_cpus).
+    Autoscaling above the minimum still asks for the scaled amount per new replica.
+    """
+    fitted = {name: {**option} for name, option in options.items()}
+    need = minimum_cpus(options, deployments)
+    if cluster_cpus <= 0 or need <= cluster_cpus:
+        return fitted
+    factor = cluster_cpus / need
+    for name in deployments:
+        actor = dict(fitted.get(name, {}).get("ray_actor_options") or {})
+        asked = float(actor.get("num_cpus", 1.0))
+        actor["num_cpus"] = max(0.01, math.floor(asked * factor * 100) / 100)
+        fitted.setdefault(name, {})["ray_actor_options"] = actor
+        log.warning(
+            "Ray Serve: %s asks for %.2f CPUs per replica; the cluster has %.0f CPUs for %.2f at the "
+            "minimum replica counts, so it gets %.2f",
+            name,
+            asked,
+            cluster_cpus,
+            need,
+            actor["num_cpus"],
+        )
+    return fitted
+
+
 def runtime_env() -> dict[str, Any]:
     """Workers import `deploy.ray_serve` by name: put this checkout on their path."""
     paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -245,12 +291,17 @@ def start(
     settings = load(args.get("config") or None)
     http = application["http_options"]
     http_host = host or http.get("host") or settings.gateway.host
+    if port is None and "http_port" in settings.gateway.model_fields_set:
+        port = settings.gateway.http_port  # set on purpose (config or ARBITER_GATEWAY__HTTP_PORT): it wins
     http_port = port if port is not None else int(http.get("port") or settings.gateway.http_port)
     if not ray.is_initialized():
         ray.init(address=address, runtime_env=runtime_env(), num_cpus=num_cpus)
+    deployments = ["gateway", *services_for(settings, args.get("services") or ())]
+    cluster_cpus = float(ray.cluster_resources().get("CPU", 0.0))  # type: ignore[no-untyped-call]
+    options = fit_to_cluster(application["options"], deployments, cluster_cpus)
     serve.start(http_options={"host": http_host, "port": http_port})
     serve.run(
-        build_app(args, application["options"]),
+        build_app(args, options),
         name=application.get("name", APP_NAME),
         route_prefix=application.get("route_prefix", "/"),
     )

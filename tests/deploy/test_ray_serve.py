@@ -55,7 +55,8 @@ SERVE_CONFIG: dict[str, Any] = {
                         "target_ongoing_requests": 1,
                         "upscale_delay_s": 1,
                         "downscale_delay_s": 600,
-                        "look_back_period_s": 2,
+                        # longer than Serve's 10 s metrics interval, or it warns (and later refuses)
+                        "look_back_period_s": 11,
                     },
                     "ray_actor_options": {"num_cpus": 0.5},
                 },
