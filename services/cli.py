@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from services import catalog
-from services.common.auth import AuthConfigError
 from services.common.logs import configure_logging
 from services.settings import ArbiterSettings, load
 
@@ -58,6 +57,7 @@ def serve(
     ] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
+    from services.common.auth import AuthConfigError  # gRPC loads only to serve
     from services.common.server import GraderServer, run_until_signalled
 
     settings = _settings(config)
