@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.reward_rm.tiny_checkpoints import build_tokenizer
@@ -23,6 +24,8 @@ verl = pytest.importorskip("verl", reason="runs in .venv-verl (scripts/test-fram
 
 REPO = Path(__file__).resolve().parents[3]
 ADAPTER = REPO / "trainer" / "verl_reward.py"
+MANAGER = REPO / "trainer" / "verl_manager.py"
+RECORDER = Path(__file__).with_name("recording_reward.py")
 # (data_source, response, ground_truth, expected score): plain references as veRL datasets carry them.
 ROWS = [
     ("openai/gsm8k", "2 + 3 = 5\n#### 5", "5", 1.0),
@@ -59,21 +62,21 @@ def config_for(tokenizer_dir: Path, workers: int = 2) -> Any:
     )
 
 
-def batch(tokenizer: Any, rows: list[tuple[str, str, str, float]]) -> Any:
+def batch(tokenizer: Any, rows: list[tuple[str, str, str, float]], prompt: str = "q") -> Any:
     """A DataProto shaped like veRL's rollout output: left-padded prompts, right-padded responses."""
-    import numpy as np
     import torch
     from verl import DataProto
 
-    prompt_len, response_len = 8, 24
+    prompt_len, response_len = 16, 24
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"][-prompt_len:]
     prompts = torch.full((len(rows), prompt_len), tokenizer.pad_token_id)
+    prompts[:, prompt_len - len(prompt_ids) :] = torch.tensor(prompt_ids)
     responses = torch.full((len(rows), response_len), tokenizer.pad_token_id)
     mask = torch.zeros((len(rows), prompt_len + response_len), dtype=torch.long)
     for i, (_, response, _, _) in enumerate(rows):
         ids = tokenizer(response, add_special_tokens=False)["input_ids"][:response_len]
         responses[i, : len(ids)] = torch.tensor(ids)
-        mask[i, prompt_len - 1 :] = 0
-        mask[i, prompt_len - 1] = 1
+        mask[i, prompt_len - len(prompt_ids) : prompt_len] = 1
         mask[i, prompt_len : prompt_len + len(ids)] = 1
     return DataProto.from_dict(
         tensors={"prompts": prompts, "responses": responses, "attention_mask": mask},
@@ -119,6 +122,37 @@ def test_verl_reward_loader_and_naive_manager_score_plain_references(
     outputs = manager.loop.run_until_complete(run())  # the loop veRL's manager was built on
     assert [o["reward_score"] for o in outputs] == [r[3] for r in ROWS]
     assert len({frozenset(o["reward_extra_info"]) for o in outputs}) == 1
+
+
+def test_arbiter_reward_manager_hands_over_the_prompt_from_the_batch(
+    gateway: RunningGateway, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17.4: rows without a prompt in extra_info still send one (decoded from `prompts`)."""
+    from transformers import AutoTokenizer
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from trainer import gateway as connection_module
+
+    monkeypatch.setenv("ARBITER_GATEWAY", gateway.grpc_target)
+    monkeypatch.setattr(connection_module, "_connection", None)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = compose(
+        [
+            f"reward.custom_reward_function.path={RECORDER}",
+            "reward.custom_reward_function.name=compute_score",
+            "reward.reward_manager.source=importlib",
+            f"reward.reward_manager.module.path={MANAGER}",
+            "reward.reward_manager.name=ArbiterRewardManager",
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+        ]
+    )
+    manager = load_reward_manager(config, tokenizer)
+    data = batch(tokenizer, ROWS[:2], prompt="what is the sum")
+    data.non_tensor_batch["extra_info"] = np.array([{"index": 0}, {"index": 1}], dtype=object)
+    outputs = [manager.loop.run_until_complete(manager.run_single(data[i : i + 1])) for i in range(2)]
+    assert [o["reward_score"] for o in outputs] == [r[3] for r in ROWS[:2]]
+    seen = manager.compute_score.args[0].__globals__["SEEN"]  # the recorder file veRL loaded
+    assert [info["prompt"] for info in seen] == ["what is the sum", "what is the sum"]
 
 
 def test_reward_loop_manager_on_ray_with_one_worker_cut_off(
