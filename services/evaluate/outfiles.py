@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 _HEAD_BYTES = 1 << 16  # enough to recognise our own files by their first line or tag
+_MAX_OWN_JSON = 64 << 20  # summaries and comparisons are far smaller
 
 
 class UnsafeOutput(ValueError):
@@ -102,6 +103,8 @@ def first_json_line(path: Path) -> Any:
 def json_object_with(path: Path, keys: Sequence[str]) -> bool:
     """Whether `path` holds a JSON object with all of `keys` (how summaries are recognised)."""
     try:
+        if path.stat().st_size > _MAX_OWN_JSON:  # ours are small: never parse a big foreign file
+            return False
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False

@@ -37,7 +37,14 @@ from services.evaluate.manifest import (
     read_manifest,
     write_manifest,
 )
-from services.evaluate.outfiles import Target, check_targets, first_json_line, html_titled, json_object_with
+from services.evaluate.outfiles import (
+    Target,
+    check_targets,
+    first_json_line,
+    head,
+    html_titled,
+    json_object_with,
+)
 from services.evaluate.readers import Format, InputRow, count_rows, read_rows
 from services.evaluate.scorers import Scorer
 from services.evaluate.writer import AppendWriter, completed_rows
@@ -92,7 +99,7 @@ def _owned_output(path: Path) -> bool:
         return False
     first = first_json_line(path)
     if first is None:  # killed during the first write: a torn line, which resuming cuts
-        return b"\n" not in path.read_bytes()[: 1 << 16]
+        return b"\n" not in head(path)
     return isinstance(first, dict) and "reward" in first and "status" in first
 
 
