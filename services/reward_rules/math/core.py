@@ -14,16 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from services.reward_rules.math.choice import choice_letter, choice_option, extract_choice
 from services.reward_rules.math.equivalence import Comparison, equivalent
-from services.reward_rules.math.extract import (
-    Extraction,
-    all_boxed,
-    choice_letter,
-    choice_option,
-    extract_answer,
-    extract_choice,
-    extract_reference,
-)
+from services.reward_rules.math.extract import Extraction, all_boxed, extract_answer, extract_reference
 from services.reward_rules.math.nodes import Node, Num, Op, Seq
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
 from services.reward_rules.math.parse import ParseError, parse_answer

@@ -1,0 +1,176 @@
+"""The value a sentence states: the sentence-level part of finding an answer.
+
+Pure and linear in the text (regexes without nested quantifiers over bounded tails).
+Used by extract.py where a response, or the clause after "the answer is", is prose:
+"Final Answer: The smallest possible value of $k$ is 17." states 17 (after the last
+copula), "Donc il reste 64 € à payer dans 3 mois." states 64 € (a number after "dans",
+"in", "after" is a circumstance), and a closing remark about the work ("This took 4
+steps to check.") states nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import deque
+from collections.abc import Iterator
+
+__all__ = [
+    "MATH_SPAN",
+    "PROSE_WORD",
+    "WORD_RUN",
+    "last_match",
+    "last_value",
+    "sentence_value",
+    "span_run",
+    "span_text",
+    "stated_word",
+]
+
+
+def last_match(matches: Iterator[re.Match[str]]) -> re.Match[str] | None:
+    """The last match of a finditer (the final answer is the last one written)."""
+    tail = deque(matches, maxlen=1)
+    return tail[0] if tail else None
+
+
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?(?:\s*\\?%)?"
+    r"|-?\\[dt]?frac\{-?\d+\}\{\d+\}"
+)
+MATH_SPAN = re.compile(
+    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<!\\)\$((?:\\\$|[^$\n])+?)(?<!\\)\$", re.S
+)
+PROSE_WORD = re.compile(r"(?<![\\a-zA-Z{])[a-zA-Z]{3,}")
+# "... is 17": what a sentence says its subject is (the last copula in it).
+_COPULA = re.compile(
+    r"(?:^|\s)(?:is|are|was|were|equals|equal\s+to|be|comes\s+to|est|sont|vaut|es|son|ist|sind|é|è|равно|равен)"
+    r"(?=\s|\$)|=|是|为|為|等于|は",
+    re.I,
+)
+# A number after these words is a circumstance ("in 3 months", "dans 3 mois"), not the answer.
+_CIRCUMSTANCE = re.compile(
+    r"(?:^|[\s(])(?:in|within|after|before|during|every|per|dans|après|avant|pendant|durante|dentro\s+de|"
+    r"después\s+de|antes\s+de|nach|innerhalb|vor|через)\s+(?:the\s+|les\s+|los\s+|las\s+|den\s+)?$"
+    r"|(?:用了|花了|经过|过了|用時|に)\s*$",
+    re.I,
+)
+# Two letters in a script without spaces ("共有", "学生") make a short text prose, not an answer.
+WORD_RUN = re.compile(r"[^\W\d_a-zA-Z]{2,}")
+# A remark about the work, not a result: "This took 4 steps to check.", "I verified 3 cases."
+_META = re.compile(
+    r"\b(?:steps?|took|used|checks?|checked|checking|verif\w*|tried|attempts?|substitutions?|hope"
+    r"|confirm\w*|sanity|double-check\w*)\b",
+    re.I,
+)
+_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?](?=\s|$)|[。！？]|\n")
+
+# What may join math spans into one answer: `$x = 1$ or $x = 6$`, `$2$, $3$ and $5$`.
+_SPAN_JOIN = re.compile(r"\s*(?:,|;|and|or|et|ou|y|o|und|oder|和|或|、)?\s*(?:,\s*)?(?:and|or)?\s*", re.I)
+
+
+def span_text(span: re.Match[str]) -> str:
+    return next(g for g in span.groups() if g is not None)
+
+
+def span_run(text: str, spans: list[re.Match[str]], index: int, forward: bool) -> str:
+    """The span at `index` and its neighbours that only a comma, "and" or "or" separate."""
+    run = [spans[index]]
+    step = 1 if forward else -1
+    k = index + step
+    while 0 <= k < len(spans) and len(run) < 16:
+        left, right = (run[-1], spans[k]) if forward else (spans[k], run[-1])
+        gap = text[left.end() : right.start()]
+        if not gap.strip() or _SPAN_JOIN.fullmatch(gap) is None or len(gap) > 12:
+            break
+        run.append(spans[k])
+        k += step
+    if not forward:
+        run.reverse()
+    return ", ".join(span_text(span) for span in run)
+
+
+def _is_sentence(text: str) -> bool:
+    """Prose that holds a value ("The smallest possible value of $k$ is 17"), not an answer."""
+    if PROSE_WORD.match(text):
+        return re.search(r"\d|\$", text) is not None and len(text.split()) >= 3
+    # Scripts without spaces between words: "一共有 25 个".
+    return re.match(r"[^\W\d_a-zA-Z]{2,}", text) is not None and re.search(r"\d|\$", text) is not None
+
+
+def sentence_value(clause: str) -> str:
+    """The value a sentence states: after its last copula, else its answer-like number.
+
+    "The number of red marbles Tom has is 42" -> "42"; "Priya has 56 stickers in total"
+    -> "56"; "il reste 64 € à payer dans 3 mois" -> "64 €" (a number after "dans", "in",
+    "after"... is a circumstance). A clause that is not prose comes back unchanged.
+    """
+    clause = clause.strip()
+    if not _is_sentence(clause):
+        return stated_word(clause)
+    # Copulas inside math spans belong to the math (`$x = 3$`): search outside them.
+    masked = MATH_SPAN.sub(lambda m: "#" * len(m.group(0)), clause)
+    copula = last_match(_COPULA.finditer(masked))
+    if copula is not None:
+        rest = clause[copula.end() :].strip()
+        if rest and re.search(r"\d|\\|\$", rest):
+            return rest
+    picked = _pick_number(clause)
+    return picked if picked is not None else clause
+
+
+def stated_word(clause: str) -> str:
+    """ "The capital is Paris" -> "Paris": a short word answer after a copula; else unchanged."""
+    if PROSE_WORD.match(clause) is None or len(clause.split()) < 3:
+        return clause
+    copula = last_match(_COPULA.finditer(clause))
+    if copula is None or copula.group(0).strip() in ("=", ""):
+        return clause
+    rest = clause[copula.end() :].strip()
+    return rest if rest and len(rest.split()) <= 3 and not rest.lower().startswith("not") else clause
+
+
+def _candidates(sentence: str) -> list[re.Match[str]]:
+    """Math spans, and numbers outside them, in reading order."""
+    spans = list(MATH_SPAN.finditer(sentence))
+    starts = [span.start() for span in spans]
+    found = list(spans)
+    for number in _NUMBER.finditer(sentence):
+        k = bisect.bisect_right(starts, number.start()) - 1
+        if k < 0 or number.start() >= spans[k].end():
+            found.append(number)
+    found.sort(key=lambda m: m.start())
+    return found
+
+
+def _pick_number(sentence: str) -> str | None:
+    """The answer-like value of one sentence: the last one not introduced by "in", "dans"..."""
+    found = _candidates(sentence)
+    if not found:
+        return None
+    kept = [m for m in found if _CIRCUMSTANCE.search(sentence[max(0, m.start() - 24) : m.start()]) is None]
+    chosen = (kept or found)[-1]
+    groups = [g for g in chosen.groups() if g is not None] if chosen.re is MATH_SPAN else []
+    return groups[0] if groups else chosen.group(0)
+
+
+def last_value(tail: str) -> tuple[str, str] | None:
+    """The answer-like value at the end of a text: (value, "last_math" | "last_number")."""
+    number = last_match(_NUMBER.finditer(tail))
+    span = last_match(MATH_SPAN.finditer(tail))
+    # A span deep inside a long sentence is reasoning; only a span near the end counts.
+    last_is_span = span is not None and (number is None or span.end() >= number.end() - 1)
+    if span is not None and last_is_span and len(tail) - span.end() <= 40:
+        spans = list(MATH_SPAN.finditer(tail))
+        return span_run(tail, spans, len(spans) - 1, forward=False), "last_math"
+    if number is None:
+        return None
+    # The last sentence that holds a number states the answer; a later number in it that
+    # only says when or where ("... dans 3 mois", "... in 2 days") does not, and neither
+    # does a closing remark about the work ("This took 4 steps to check.").
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    sentences = [tail[start:end] for start, end in zip(starts, [*starts[1:], len(tail)], strict=True)]
+    with_values = [s for s in sentences[-6:] if _NUMBER.search(s) or MATH_SPAN.search(s)]
+    answers = [s for s in with_values if _META.search(s) is None] or with_values
+    picked = _pick_number(answers[-1]) if answers else None
+    return (picked if picked is not None else number.group(0)), "last_number"
