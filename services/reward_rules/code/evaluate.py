@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.reward_rules.code.compare import check_output, describe_value, values_match
@@ -222,12 +222,13 @@ def run_stdio(
     report = Report()
     tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
     if build is not None:
+        compile_started = time.monotonic()
         error = prepare_binary(
             session,
             build.cache,
             build.argv,
             build.time_limit_s,
-            budget.sample_deadline,
+            compile_started + build.time_limit_s + 5.0,  # waiting for a cached compile included
             build.max_binary_bytes,
             build.memory_bytes,
         )
@@ -235,6 +236,8 @@ def run_stdio(
             cases = range(1, len(tests.cases) + 1)
             report.outcomes = [Outcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
             return report
+        # compiling is not the tests' time: the sample's budget starts after it
+        budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
     for index, case in enumerate(tests.cases, start=1):
         name = f"case {index}"
         early = _skipped(report, name, budget)

@@ -95,7 +95,7 @@ class CodeGrader(GraderBase):
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
-        self._compile_cache = CompileCache(self.config.compile_cache_mb << 20)
+        self._compile_cache = CompileCache(self.config.compile_cache_mb << 20, os.cpu_count() or 2)
 
     def _limits(self) -> Limits:
         output = self.config.max_output_bytes

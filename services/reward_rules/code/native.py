@@ -29,10 +29,15 @@ class Compiled:
 
 
 class CompileCache:
-    """Binaries and compile errors by source hash, least recently used out past `max_bytes`."""
+    """Binaries and compile errors by source hash, least recently used out past `max_bytes`.
 
-    def __init__(self, max_bytes: int) -> None:
+    Also bounds how many compiles run at once (`concurrency`): a compile's time limit is
+    counted from its start, so compiles queued behind others are not timed out by the wait.
+    """
+
+    def __init__(self, max_bytes: int, concurrency: int = 2) -> None:
         self.max_bytes = max_bytes
+        self.compiling = threading.BoundedSemaphore(concurrency)
         self._entries: OrderedDict[str, Compiled] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -104,7 +109,8 @@ def prepare_binary(
 ) -> str | None:
     """Puts the program's binary in the session's sandbox; a compile error's message otherwise.
 
-    The compile gets `compile_memory_bytes` (at least the tests' limit); the tests get theirs."""
+    The compile gets `compile_memory_bytes` (at least the tests' limit) and its own
+    `time_limit_s`, outside the tests' budget; the tests get theirs."""
     key = cache_key(session.program, argv)
     cached = cache.claim(key, max(deadline - time.monotonic(), 0))
     if cached is not None:
@@ -113,8 +119,9 @@ def prepare_binary(
         session.install_binary(cached.binary, deadline)
         return None
     result: Compiled | None = None
+    cache.compiling.acquire()
     try:
-        limit = max(min(time_limit_s, deadline - time.monotonic()), 0.1)
+        limit = time_limit_s
         message = {"op": "compile", "source": session.program, "argv": argv, "time_limit_s": limit}
         message["max_binary_bytes"] = max_binary_bytes
         session.start()
@@ -141,4 +148,5 @@ def prepare_binary(
     except CandidateFailure as exc:
         return f"compiling: {TIMEOUT if exc.reason == TIMEOUT else exc.reason} {exc.message}".strip()
     finally:
+        cache.compiling.release()
         cache.finish(key, result)
