@@ -72,24 +72,29 @@ def expected_majority(correct: int, wrong: tuple[int, ...], k: int) -> float:
     if not 0 < k <= n:
         raise ValueError(f"need 0 < k <= n (n={n}, k={k})")
     total = Fraction(0)
-    for x in range(1, min(correct, k) + 1):
+    # x correct drawn leaves k - x to draw from the n - correct wrong ones: x >= k - (n - correct).
+    for x in range(max(1, k - (n - correct)), min(correct, k) + 1):
         rest = k - x
         small = sum(w for w in wrong if w < x)  # can never reach x: any draw of them is fine
+        big = [w for w in wrong if w >= x]
+        # What the big answers not yet expanded can still take (each at most x): states that could
+        # not reach `rest` even with all of it are dropped as they appear.
+        room = [0] * (len(big) + 1)
+        for i in range(len(big) - 1, -1, -1):
+            room[i] = room[i + 1] + x
         ways: dict[tuple[int, int], int] = {(0, 0): 1}  # (drawn so far, answers tied at x) -> ways
-        for w in (w for w in wrong if w >= x):
+        for i, w in enumerate(big):
+            combs = [math.comb(w, y) for y in range(x + 1)]
+            floor = rest - small - room[i + 1]  # the least `drawn` that can still be completed
             step: defaultdict[tuple[int, int], int] = defaultdict(int)
             for (drawn, ties), count in ways.items():
-                for y in range(min(x, rest - drawn) + 1):
-                    step[drawn + y, ties + (y == x)] += count * math.comb(w, y)
+                for y in range(max(0, floor - drawn), min(x, rest - drawn) + 1):
+                    step[drawn + y, ties + (y == x)] += count * combs[y]
             ways = step
-        share = sum(
-            (
-                Fraction(count * math.comb(small, rest - drawn), ties + 1)
-                for (drawn, ties), count in ways.items()
-            ),
-            Fraction(0),
-        )
-        total += math.comb(correct, x) * share
+        by_ties: defaultdict[int, int] = defaultdict(int)
+        for (drawn, ties), count in ways.items():
+            by_ties[ties] += count * math.comb(small, rest - drawn)
+        total += math.comb(correct, x) * sum((Fraction(c, t + 1) for t, c in by_ties.items()), Fraction(0))
     return float(total / math.comb(n, k))
 
 
