@@ -496,7 +496,7 @@ def _numeric_equal(g: Node, p: Node, names: list[str], inexact: bool, ctx: Compa
                     ctx.too_large = True
                     return None
                 continue
-            if _is_real(pair[0]) != _is_real(pair[1]):
+            if names and _is_real(pair[0]) != _is_real(pair[1]):
                 continue  # outside one side's real domain (`\\sqrt{x}` at x < 0): no evidence
             values.append(pair)
         if not values or (names and len(values) < 2):

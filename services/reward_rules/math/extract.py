@@ -103,7 +103,10 @@ def _closing_braces(text: str, opens: set[int]) -> dict[int, int]:
     """
     closes: dict[int, int] = {}
     stack: list[int] = []
-    for match in _BRACE.finditer(text):
+    if not opens:
+        return closes
+    # Braces before the first box sit below it on the stack: they never change its match.
+    for match in _BRACE.finditer(text, min(opens)):
         if match.group() == "{":
             stack.append(match.start())
         elif stack:
