@@ -21,6 +21,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("thousands", "24310", "The final answer is $24,310$", True),
     ("thousands", "7,350", "Final Answer: The final answer is $7350$. I hope it is correct.", True),
     ("thousands", "1500000", "The answer is $1\\,500\\,000$.", True),
+    ("thousands", "2500", "\\boxed{x = 2,500}", True),
+    ("thousands", "2500", "\\boxed{x = 2,600}", False),
     ("thousands", "1,2,3,4", "The roots are \\boxed{1,234}.", False),
     ("thousands", "5679", "The answer is \\boxed{5,678}.", False),
     ("thousands", "12480", "So the total cost is $\\boxed{12,\\!840}$ dollars.", False),
@@ -195,7 +197,8 @@ async def test_decimal_comma_rule() -> None:
         ("1, 22", "\\boxed{1,22}"),
         ("1234", "\\boxed{1,234}"),
         ("-1.5", "La réponse est $-1,5$."),
+        ("2.5", "La réponse est $x = 2,5$."),
     ]
-    assert await _score(MathConfig(workers=1), pairs) == [1.0, 1.0, 1.0, 1.0]  # auto
-    assert await _score(MathConfig(workers=1, decimal_comma="never"), pairs) == [0.0, 1.0, 1.0, 0.0]
-    assert await _score(MathConfig(workers=1, decimal_comma="always"), pairs) == [1.0, 0.0, 1.0, 1.0]
+    assert await _score(MathConfig(workers=1), pairs) == [1.0, 1.0, 1.0, 1.0, 1.0]  # auto
+    assert await _score(MathConfig(workers=1, decimal_comma="never"), pairs) == [0.0, 1.0, 1.0, 0.0, 0.0]
+    assert await _score(MathConfig(workers=1, decimal_comma="always"), pairs) == [1.0, 0.0, 1.0, 1.0, 1.0]

@@ -195,7 +195,8 @@ def _list_size(reference: _Reference) -> int:
     return len(node.items) if isinstance(node, Seq) and node.open in ("", "{") else 1
 
 
-_DECIMAL_COMMA = re.compile(r"^(-?\d+),(\d+)$")
+# One comma between digits, in an answer that is one number or names one (`x = 2,5`).
+_DECIMAL_COMMA = re.compile(r"^((?:[a-zA-Z]\w*\s*=\s*)?-?\d+),(\d+)$")
 
 
 def _decimal_comma(pred: str, reference: _Reference, rule: str) -> str | None:

@@ -42,7 +42,7 @@ _SET_BUILDER = re.compile(
 )
 # Past this length an "answer" is runaway output: only cheap, linear clean-up is applied.
 _MAX_CLEAN_CHARS = 2000
-_COMMA_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s*\\?%)?$")
+_COMMA_THOUSANDS = re.compile(r"^(?:[a-zA-Z]\w*\s*=\s*)?[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s*\\?%)?$")
 _SPACE_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _TEXT_CMD = re.compile(
     r"\\(?:text(?:rm|bf|it|sf|tt|normal)?|mathrm|mathbf|mathit|mathsf|mathtt|mathbb|mbox|operatorname|boldsymbol|bm)\s*\{"
