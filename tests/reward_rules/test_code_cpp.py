@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -123,3 +124,42 @@ def test_builtin_checkers(grader: CodeGrader, checker: str, expected: str, print
     program = f"#include <cstdio>\nint main() {{ fputs({json.dumps(printed)}, stdout); }}\n"
     (result,) = score(grader, cpp(program, [("", expected)], checker=checker))
     assert result.reward == float(ok), result.detail
+
+
+# A "print any valid answer" problem: two numbers whose sum is n (many answers are right).
+ANY_PAIR_CHECKER = (
+    "def check(input, expected, output):\n"
+    "    n = int(input)\n"
+    "    a, b = map(int, output.split())\n"
+    "    return a + b == n and a >= 0 and b >= 0\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("printed", "ok"),
+    [("7 3", True), ("0 10", True), ("5 5", True), ("11 -1", False), ("abc", False), ("", False)],
+)
+def test_a_custom_checker_accepts_any_valid_answer(grader: CodeGrader, printed: str, ok: bool) -> None:
+    program = f"#include <cstdio>\nint main() {{ puts({json.dumps(printed)}); }}\n"
+    sample = cpp(program, [("10\n", "5 5\n")], checker="custom", checker_code=ANY_PAIR_CHECKER)
+    (result,) = score(grader, sample)
+    assert result.status is Status.OK and result.reward == float(ok), result.detail
+
+
+def test_a_custom_checker_runs_in_a_judge_sandbox(grader: CodeGrader, tmp_path: Any) -> None:
+    marker = f"/tmp/arbiter-checker-{id(tmp_path)}"
+    hostile = f"import os\nopen({marker!r}, 'w').write('x')\ndef check(input, expected, output):\n    return not os.path.exists('/work')\n"
+    program = '#include <cstdio>\nint main() { puts("5 5"); }\n'
+    results = score(
+        grader,
+        cpp(program, [("10\n", "5 5\n")], checker="custom", checker_code=hostile),
+        cpp(
+            program,
+            [("10\n", "5 5\n")],
+            checker="custom",
+            checker_code="def check(i, e, o):\n    return helper(o)\n",
+        ),
+    )
+    assert results[0].reward == 1.0, results[0].detail
+    assert not os.path.exists(marker)
+    assert results[1].status is Status.INVALID_INPUT and "helper" in results[1].detail

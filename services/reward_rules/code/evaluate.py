@@ -216,10 +216,64 @@ class NativeBuild:
     memory_bytes: int
 
 
+def checker_names(tests: StdioTests) -> TestNames:
+    """Stdlib modules a custom checker uses; LabelCodeError if it needs a name it does not define."""
+    names = test_names((("checker", tests.checker_code),), (), ("check",))
+    return TestNames((), names.modules)
+
+
+def _checker(tests: StdioTests, judges: JudgePool | None, session: Session, budget: Budget) -> Judge | None:
+    if tests.checker != "custom":
+        return None
+    if judges is None:
+        raise InfrastructureError("a custom checker needs a local judge sandbox (bubblewrap)")
+    load = {
+        "op": "judge",
+        "helpers": tests.checker_code,
+        "candidates": [],
+        "modules": list(checker_names(tests).modules),
+    }
+    return Judge(judges, session.memory_bytes, load, budget.max_value_bytes)
+
+
+def _checked(
+    checker: Judge, session: Session, name: str, stdin: str, expected: str, actual: str, budget: Budget
+) -> Outcome:
+    """The dataset's checker on one output, in the judge sandbox; its exceptions are wrong answers."""
+    message = {"op": "run", "input": stdin, "expected": expected, "output": actual}
+    verdict = checker.run(message, session, budget.test_deadline())
+    if verdict.passed:
+        return Outcome(name, True)
+    if verdict.reason == CRASH:
+        return Outcome(name, False, WRONG, f"the checker: {verdict.message}")
+    return Outcome(name, False, verdict.reason, f"the checker: {verdict.message}" if verdict.message else "")
+
+
 def run_stdio(
-    session: Session, tests: StdioTests, budget: Budget, build: NativeBuild | None = None
+    session: Session,
+    tests: StdioTests,
+    budget: Budget,
+    build: NativeBuild | None = None,
+    judges: JudgePool | None = None,
 ) -> Report:
     report = Report()
+    checker = _checker(tests, judges, session, budget)
+    try:
+        _run_cases(session, tests, budget, build, checker, report)
+    finally:
+        if checker is not None:
+            checker.close()
+    return report
+
+
+def _run_cases(
+    session: Session,
+    tests: StdioTests,
+    budget: Budget,
+    build: NativeBuild | None,
+    checker: Judge | None,
+    report: Report,
+) -> None:
     tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
     if build is not None:
         compile_started = time.monotonic()
@@ -235,7 +289,7 @@ def run_stdio(
         if error is not None:  # every test fails with it: the totals stay the label's
             cases = range(1, len(tests.cases) + 1)
             report.outcomes = [Outcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
-            return report
+            return
         # compiling is not the tests' time: the sample's budget starts after it
         budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
     for index, case in enumerate(tests.cases, start=1):
@@ -261,11 +315,13 @@ def run_stdio(
             how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
             detail = last_line(run.stderr)
             report.outcomes.append(Outcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
+        elif checker is not None:
+            actual = run.stdout.decode("utf-8", "replace")
+            report.outcomes.append(_checked(checker, session, name, case.input, case.output, actual, budget))
         else:
             actual = run.stdout.decode("utf-8", "replace")
             mismatch = check_output(case.output, actual, tests.checker, tolerance)
             report.outcomes.append(Outcome(name, mismatch is None, WRONG if mismatch else "", mismatch or ""))
-    return report
 
 
 def run_tests(
@@ -277,7 +333,7 @@ def run_tests(
 ) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
-        return run_stdio(session, tests, budget, build)
+        return run_stdio(session, tests, budget, build, judges)
     if isinstance(tests, CallTests):
         return run_calls(session, tests, budget)
     if judges is None:

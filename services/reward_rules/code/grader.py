@@ -21,7 +21,14 @@ from pydantic import ValidationError
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, GraderUnavailableError, config_hash
 from services.reward_rules.code.config import CodeConfig
-from services.reward_rules.code.evaluate import Budget, NativeBuild, Report, label_names, run_tests
+from services.reward_rules.code.evaluate import (
+    Budget,
+    NativeBuild,
+    Report,
+    checker_names,
+    label_names,
+    run_tests,
+)
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
@@ -187,11 +194,13 @@ class CodeGrader(GraderBase):
         if language == "cpp" and not isinstance(label.tests, StdioTests):
             return self._result(Status.INVALID_INPUT, "C++ labels take stdio tests")
         total = label.test_count()
-        if isinstance(label.tests, AssertTests | CheckTests):
-            try:
+        try:
+            if isinstance(label.tests, AssertTests | CheckTests):
                 label_names(label.tests)
-            except LabelCodeError as exc:
-                return self._result(Status.INVALID_INPUT, f"bad code label: {exc}")
+            elif isinstance(label.tests, StdioTests) and label.tests.checker == "custom":
+                checker_names(label.tests)
+        except LabelCodeError as exc:
+            return self._result(Status.INVALID_INPUT, f"bad code label: {exc}")
         program = extract_program(sample.response, language)
         if not program:
             return self._result(Status.OK, "no program in the response", total=total, no_program=1.0)

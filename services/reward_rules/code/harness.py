@@ -736,6 +736,22 @@ class Judge:
                         "message": "no check(candidate)",
                     }
                 check(_Proxy(self, str(request["check"])))
+            elif request.get("output") is not None:  # a checker: (input, expected, output) -> verdict
+                checker = self.base.get("check")
+                if not callable(checker):
+                    return {"done": True, "passed": False, "reason": "label", "message": "no check(...)"}
+                verdict = checker(str(request["input"]), str(request["expected"]), str(request["output"]))
+                if verdict is not True and type(verdict) is not int and type(verdict) is not float:
+                    passed = False
+                else:
+                    passed = bool(verdict)
+                if not passed:
+                    return {
+                        "done": True,
+                        "passed": False,
+                        "reason": "wrong",
+                        "message": "the checker said no",
+                    }
             else:
                 exec(compile(source, TEST_FILE, "exec"), dict(self.base))
         except CandidateGone:

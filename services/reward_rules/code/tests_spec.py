@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Spec(BaseModel):
@@ -43,12 +43,23 @@ class StdioTests(_Spec):
         description="non-integer number tokens match within this absolute or relative error; unset: "
         "tokens compare exactly as text (the grader's float_tolerance, 0 by default)",
     )
-    checker: Literal["tokens", "float", "lines_unordered", "yes_no"] = Field(
+    checker: Literal["tokens", "float", "lines_unordered", "yes_no", "custom"] = Field(
         default="tokens",
         description="tokens: exact tokens per line (tolerance applies); float: tokens with tolerance "
         "(1e-6 when unset); lines_unordered: the same lines in any order; yes_no: tokens compared "
-        "case-insensitively (YES/yes/Yes)",
+        "case-insensitively (YES/yes/Yes); custom: `checker_code`",
     )
+    checker_code: str = Field(
+        default="",
+        description="Python defining check(input, expected, output) -> bool, the dataset's checker "
+        "(any valid answer accepted); runs in a judge sandbox, never beside the candidate",
+    )
+
+    @model_validator(mode="after")
+    def _custom_needs_code(self) -> StdioTests:
+        if (self.checker == "custom") != bool(self.checker_code):
+            raise ValueError("checker 'custom' goes with checker_code, and checker_code with it")
+        return self
 
 
 class AssertTests(_Spec):
