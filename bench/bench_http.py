@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -62,7 +61,9 @@ async def bare_app(
 def serve_bare(port: int) -> None:
     import uvicorn
 
-    uvicorn.run(bare_app, host="127.0.0.1", port=port, http="httptools", access_log=False, log_level="warning")
+    uvicorn.run(
+        bare_app, host="127.0.0.1", port=port, http="httptools", access_log=False, log_level="warning"
+    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -77,7 +78,9 @@ def bodies(count: int, offset: int) -> list[dict[str, Any]]:
     out = []
     for i in range(offset, offset + count):
         prompt = f"<|im_start|>user\nQuestion {i}: what is {i} + {i}?<|im_end|>\n<|im_start|>assistant\n"
-        response = f"<think>{i} plus {i} is {2 * i}. Wait, let me verify: yes.</think> \\boxed{{{2 * i}}}<|im_end|>"
+        response = (
+            f"<think>{i} plus {i} is {2 * i}. Wait, let me verify: yes.</think> \\boxed{{{2 * i}}}<|im_end|>"
+        )
         out.append({"query": [prompt + response], "prompts": [prompt], "labels": [label]})
     return out
 
@@ -136,7 +139,9 @@ async def measure(url: str, pid: int, count: int, clients: int, offset: int) -> 
 
 
 async def run(names: list[str], count: int, clients: int) -> None:
-    print(f"{count} one-sample /get_reward POSTs per server, {clients} concurrent clients, new connection each")
+    print(
+        f"{count} one-sample /get_reward POSTs per server, {clients} concurrent clients, new connection each"
+    )
     print(f"{'server':<14}{'samples/s':>11}{'CPU-ms/sample':>15}{'throughput':>12}{'CPU ratio':>11}  bad")
     base: tuple[float, float] | None = None
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -156,7 +161,9 @@ async def run(names: list[str], count: int, clients: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--only", default="reward_rules,gateway,judge_proxy")
