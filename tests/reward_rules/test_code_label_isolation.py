@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from services.common.contract import Status
 from services.reward_rules.code import CodeConfig, CodeGrader
-from tests.reward_rules.code_fixtures import assert_clean, asserts, check, code_grader, score
+from tests.reward_rules.code_fixtures import assert_clean, asserts, check, code_grader, score, stdio
 
 __all__ = ["code_grader"]
 
@@ -137,3 +138,42 @@ def test_a_reused_judge_keeps_nothing_of_the_last_label() -> None:
     finally:
         asyncio.run(grader.aclose())
     assert first.reward == 1.0 and second.reward == 1.0, (first.detail, second.detail)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    import os\n    os._exit(0)\n",
+        "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    assert candidate(1) == 2\n",
+        "    while True:\n        pass\n",
+        "    import os\n    for fd in range(3, 64):\n        try:\n            os.close(fd)\n        except OSError:\n            pass\n",
+    ],
+    ids=["exits", "kills-the-zygote", "hangs", "closes-its-pipes"],
+)
+def test_a_hostile_label_fails_only_its_own_sample(code_grader: CodeGrader, body: str) -> None:
+    hostile = check(DOUBLE, "f", "def check(candidate):\n" + body, time_limit_s=1.0)
+    honest = check(DOUBLE, "f", "def check(candidate):\n    assert candidate(21) == 42\n")
+    first, *after = score(code_grader, hostile, honest, honest, honest)
+    assert first.status is Status.OK, first.detail  # its own verdict, whatever the label made of it
+    assert [r.reward for r in after] == [1.0] * 3, [r.detail for r in after]
+    assert_clean(code_grader)
+
+
+def test_unsafe_mode_kills_only_its_own_runs() -> None:
+    """Without bwrap there is no pid namespace: kill(-1) would reach the host's processes."""
+    bystander = subprocess.Popen(
+        ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "60"]
+    )
+    grader = CodeGrader(CodeConfig(sandbox="unsafe", workers=1, warm_sandboxes=1))
+    try:
+        results = score(
+            grader,
+            stdio("print(3)", [("", "3\n")]),
+            check(DOUBLE, "f", "def check(candidate):\n    assert candidate(1) == 2\n"),
+        )
+        assert [r.reward for r in results] == [1.0, 1.0], [r.detail for r in results]
+        assert bystander.poll() is None, "a process outside the grader's runs was killed"
+    finally:
+        asyncio.run(grader.aclose())
+        bystander.kill()
+        bystander.wait()

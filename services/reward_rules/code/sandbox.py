@@ -94,6 +94,7 @@ def bwrap_argv(
     argv += ["--clearenv"]
     for key, value in _ENV.items():
         argv += ["--setenv", key, value]
+    argv += ["--setenv", "ARBITER_SANDBOX", "bwrap"]  # the harness may kill(-1) only in here
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--", *runner.argv()]
