@@ -92,6 +92,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("several", "1, 6", "\\boxed{x = 1 \\text{ or } x = 6}", True),
     ("several", "1, 6", "The solutions are $x = 1$ or $x = 6$, so \\boxed{x=1 \\text{ or } x=6}", True),
     ("several", "2, 5", "The two solutions are $\\boxed{2}$ and $\\boxed{-5}$.", False),
+    ("several", "3, 8", "Maybe \\boxed{5}? Part (a): \\boxed{3}; part (b): \\boxed{8}.", False),
     ("several", "3, 8", "Part (a): \\boxed{3}; part (b): \\boxed{9}.", False),
     ("several", "1, 6", "\\boxed{x = 1 \\text{ or } x = 7}", False),
     # -- intervals, inequalities, sets ---------------------------------------------------------------------

@@ -183,9 +183,10 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
     items = _list_size(reference)
     if items > 1 and extraction.source.endswith("boxed"):
         # "part (a): \boxed{3} ... part (b): \boxed{8}" against the list reference "3, 8".
+        # Exactly as many boxes as answers: more would let a response hedge.
         boxes = all_boxed(response)
-        if len(boxes) >= items:
-            extra.append(clean_answer(", ".join(boxes[-items:])))
+        if len(boxes) == items:
+            extra.append(clean_answer(", ".join(boxes)))
     return _grade_extraction(reference, extraction, opts, extra)
 
 
