@@ -1,8 +1,8 @@
 """Language runners: what process the sandbox starts and which test kinds it can serve.
 
 A runner starts a harness that speaks the frame protocol of harness.py on fd 0/1. Python's
-harness serves every test kind; a runner for a compiled language would serve `stdio` only
-(`function_tests = False`) until it has a harness that can call functions.
+harness serves every test kind, and C++ stdio tests too: it runs g++ and the compiled binary
+itself (native.py), so every sandbox runs this one harness.
 """
 
 from __future__ import annotations
