@@ -26,17 +26,22 @@ def slug(keyword: str) -> str:
 
 
 def strip_eos(text: str, markers: Sequence[str]) -> tuple[str, bool]:
-    """Remove trailing end-of-sequence markers (and whitespace); say whether any was there."""
-    stripped = text.rstrip()
+    """Remove trailing end-of-sequence markers (and whitespace); say whether any was there.
+
+    Linear in the text: an end offset moves back, the text is copied once (150,000 trailing
+    markers used to be 150,000 copies of a 600 KB string)."""
+    end = len(text.rstrip())
     found = False
     changed = True
     while changed:
         changed = False
         for marker in markers:
-            if marker and stripped.endswith(marker):
-                stripped = stripped[: -len(marker)].rstrip()
+            if marker and text.endswith(marker, 0, end):
+                end -= len(marker)
+                while end and text[end - 1].isspace():
+                    end -= 1
                 found = changed = True
-    return stripped, found
+    return text[:end], found
 
 
 class EmergenceStats:

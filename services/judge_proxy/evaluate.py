@@ -1,13 +1,22 @@
 """Evaluating one rubric on one sample: render, ask (through cache and pool), read, combine.
 
-Every way to fail ends in `JudgeFailure` with a status and a detail a person can act on;
-nothing here turns a failure into a number.
+Every way to fail ends in `JudgeFailure` with a status and a detail a person can act on.
+One exception, by policy (`response_failures: lowest`, the default): a failure the response
+can cause (no readable verdict, a refusal, a reply cut at max_tokens, a request the upstream
+rejects, an overlong response) is a verdict at the rubric's lowest reward, flagged in the
+tally, so that no response gains by breaking its judge (the fallback reward may be above what
+it deserves).
+
+Every request ends with a line asking for the verdict after a code random per request
+(`VERDICT-<code>: ...`); only that line of the reply is read (see parsing.py). The judge
+cache keys a request without its code, so identical requests still share one verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,11 +24,12 @@ from typing import Any
 
 from services.common.contract import Status
 from services.common.formula import Formula, FormulaError
-from services.judge_proxy.fencing import cut_middle, shown
+from services.judge_proxy.fencing import cut_middle, overlong, shown
 from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.parsing import (
     PARSER_VERSION,
+    VERDICT_MARK,
     Found,
     ParseError,
     Quotes,
@@ -36,7 +46,7 @@ from services.judge_proxy.rubrics import (
     ScoreModelRubric,
     StringCheckRubric,
 )
-from services.judge_proxy.settings import RetrySettings, SamplingSettings
+from services.judge_proxy.settings import JudgeServiceSettings, RetrySettings, SamplingSettings
 from services.judge_proxy.templating import TemplateError, render
 from services.judge_proxy.upstream import MIN_ATTEMPT_S, ChatRequest, Completion, UpstreamError, UpstreamPool
 
@@ -65,6 +75,8 @@ class Tally:
     cost_usd: float = 0.0
     fallback_verdicts: int = 0  # verdicts a fallback judge gave (the primary was unavailable)
     response_cut: int = 0  # characters of the response the judge was not shown (too long)
+    # Failures the response can cause, made verdicts at the lowest reward: flag -> detail.
+    as_lowest: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def add(self, completion: Completion) -> None:
         self.attempts += completion.attempts
@@ -115,8 +127,12 @@ class RubricEvaluator:
         cache_nondeterministic: bool,
         metrics: JudgeMetrics,
         max_response_chars: int = 24_000,
+        limits: JudgeServiceSettings | None = None,
     ) -> None:
         self.max_response_chars = max_response_chars
+        self.max_response_bytes = limits.max_response_bytes if limits else 4 * max_response_chars
+        self.overlong = limits.overlong if limits else "cut_middle"
+        self.response_failures = limits.response_failures if limits else "lowest"
         self.pool = pool
         self.cache = cache
         self.sampling = sampling
@@ -181,15 +197,19 @@ class RubricEvaluator:
         self, rubric: ScoreModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
     ) -> Outcome:
         low, high = rubric.range
-        quotes = _quotes(context, self.max_response_chars)
+        quotes = _quotes(context, self.max_response_chars, self.max_response_bytes)
 
-        def read(completion: Completion) -> Verdict:
+        def read(completion: Completion, nonce: str) -> Verdict:
             _complete(completion)
-            found = parse_score(completion.text, low, high, rubric.verdict, quotes)
+            found = parse_score(completion.text, low, high, rubric.verdict, quotes, nonce)
             return self._weighted(rubric, completion, found, number_in(low, high))
 
         spec = ("score_model", low, high, rubric.logprobs, rubric.verdict, PARSER_VERSION)
-        verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        try:
+            verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        except JudgeFailure as failure:
+            self._as_lowest(failure, tally, name)
+            verdict = Verdict(value=low, text="", weighted=False)
         passed = verdict.value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
         return Outcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
 
@@ -202,11 +222,11 @@ class RubricEvaluator:
             label = by_fold.get(token.casefold())
             return rubric.value_of(label) if label is not None else None
 
-        quotes = _quotes(context, self.max_response_chars)
+        quotes = _quotes(context, self.max_response_chars, self.max_response_bytes)
 
-        def read(completion: Completion) -> Verdict:
+        def read(completion: Completion, nonce: str) -> Verdict:
             _complete(completion)
-            found = parse_label(completion.text, rubric.labels, rubric.verdict, quotes)
+            found = parse_label(completion.text, rubric.labels, rubric.verdict, quotes, nonce)
             label = rubric.labels[int(found.value)]
             chosen = Found(value=rubric.value_of(label), text=label, start=found.start)
             verdict = self._weighted(rubric, completion, chosen, value_of)
@@ -221,8 +241,22 @@ class RubricEvaluator:
             rubric.verdict,
             PARSER_VERSION,
         )
-        verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        try:
+            verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
+        except JudgeFailure as failure:
+            self._as_lowest(failure, tally, name)
+            lowest = min(rubric.labels, key=rubric.value_of)
+            verdict = Verdict(value=rubric.value_of(lowest), text=lowest, weighted=False)
         return Outcome(reward=verdict.value, raw=verdict.value, passed=verdict.text in rubric.passing_labels)
+
+    def _as_lowest(self, failure: JudgeFailure, tally: Tally, name: str) -> None:
+        """Return when `failure` is one the response can cause and policy makes it the lowest
+        verdict (recorded in the tally); re-raise it otherwise."""
+        if failure.flag not in RESPONSE_FAILURES or (
+            self.response_failures != "lowest" and failure.flag != "overlong"
+        ):
+            raise failure
+        tally.as_lowest.setdefault(failure.flag, f"{name}: {failure.detail}")
 
     # -- asking the judge ---------------------------------------------------------------
 
@@ -239,13 +273,17 @@ class RubricEvaluator:
                 return Verdict(value=expected, text=found.text, weighted=True)
         return Verdict(value=found.value, text=found.text, weighted=False)
 
-    def request(self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any]) -> ChatRequest:
-        return self._request(rubric, context)[0]
+    def request(
+        self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any], nonce: str = ""
+    ) -> ChatRequest:
+        request, _, note = self._request(rubric, context)
+        return _with_note(request, note, nonce) if note and nonce else request
 
     def _request(
         self, rubric: ScoreModelRubric | LabelModelRubric, context: Mapping[str, Any]
-    ) -> tuple[ChatRequest, int]:
-        """The chat request, and how many characters of the response the judge is not shown."""
+    ) -> tuple[ChatRequest, int, str]:
+        """The chat request without its verdict code, how many characters of the response the
+        judge is not shown, and the verdict-code note to end the request with ("" for none)."""
         overrides = rubric.sampling.model_dump(exclude_none=True)
         sampling = self.sampling.model_copy(update=overrides)
         params: dict[str, Any] = {
@@ -260,9 +298,10 @@ class RubricEvaluator:
             params["top_logprobs"] = sampling.top_logprobs
         if rubric.structured_output:
             params["response_format"] = _schema(rubric)
-        view = shown(context, self.max_response_chars)  # answers fenced and cut to size
+        view = shown(context, self.max_response_chars, self.max_response_bytes)  # fenced, cut to size
         messages = tuple((m.role, _render(m.content, view.context)) for m in rubric.messages)
-        return ChatRequest(messages=messages, params=tuple(sorted(params.items()))), view.cut_chars
+        note = _note(rubric) if rubric.verdict_nonce and not rubric.structured_output else ""
+        return ChatRequest(messages=messages, params=tuple(sorted(params.items()))), view.cut_chars, note
 
     def deterministic(self, request: ChatRequest) -> bool:
         params = dict(request.params)
@@ -273,12 +312,21 @@ class RubricEvaluator:
         rubric: ScoreModelRubric | LabelModelRubric,
         context: Mapping[str, Any],
         spec: tuple[Any, ...],
-        read: Callable[[Completion], Verdict],
+        read: Callable[[Completion, str], Verdict],
         deadline: float,
         tally: Tally,
         name: str,
     ) -> Verdict:
-        request, cut = self._request(rubric, context)
+        response = _response(context)
+        if self.overlong == "lowest" and overlong(response, self.max_response_chars, self.max_response_bytes):
+            raise JudgeFailure(
+                Status.OK,
+                f"the response is over max_response_chars {self.max_response_chars} or max_response_bytes "
+                f"{self.max_response_bytes} ({len(response)} characters): the rubric's lowest reward "
+                "(overlong: lowest), no judge was asked",
+                "overlong",
+            )
+        request, cut, note = self._request(rubric, context)  # without a code: the cache key
         tally.response_cut = max(tally.response_cut, cut)
         primary = self.pool.primary_model
         cacheable = self.cache_nondeterministic or self.deterministic(request)
@@ -288,8 +336,10 @@ class RubricEvaluator:
             tally.fresh += 1
             failure: JudgeFailure | None = None
             for _ in range(self.retry.parse_retries + 1):
+                nonce = secrets.token_hex(6) if note else ""  # fresh per attempt, never guessable
+                sent = _with_note(request, note, nonce) if note else request
                 try:
-                    completion = await self.pool.complete(request, deadline, rubric.logprobs)
+                    completion = await self.pool.complete(sent, deadline, rubric.logprobs)
                 except UpstreamError as exc:
                     tally.attempts += exc.attempts
                     if exc.rejected:  # the request itself (its size): this sample's failure
@@ -299,7 +349,7 @@ class RubricEvaluator:
                 tally.add(completion)
                 try:
                     by_primary = completion.model == primary
-                    return dataclasses.replace(read(completion), primary=by_primary), by_primary
+                    return dataclasses.replace(read(completion, nonce), primary=by_primary), by_primary
                 except ParseError as exc:
                     failure = self._unreadable(completion, exc, name)
                     if isinstance(exc, CutOffError) and self.deterministic(request):
@@ -350,12 +400,47 @@ def _complete(completion: Completion) -> None:
         )
 
 
-def _quotes(context: Mapping[str, Any], max_chars: int) -> Quotes:
-    """The texts a verdict must not be read from when the judge quotes them: the response, as
-    the judge was shown it (a judge can only quote what it saw)."""
+# Failures a response can cause: with `response_failures: lowest` each is a verdict at the
+# rubric's lowest reward (an overlong response is one whatever that setting says, see `overlong`).
+RESPONSE_FAILURES = frozenset({"parse_failed", "refused", "cut_off", "request_rejected", "overlong"})
+
+
+def _response(context: Mapping[str, Any]) -> str:
     sample = context.get("sample")
     response = sample.get("output_text") if isinstance(sample, Mapping) else None
-    return Quotes([cut_middle(response, max_chars)[0]] if isinstance(response, str) else [])
+    return response if isinstance(response, str) else ""
+
+
+def _quotes(context: Mapping[str, Any], max_chars: int, max_bytes: int) -> Quotes:
+    """The texts a verdict must not be read from when the judge quotes them: the response, as
+    the judge was shown it (a judge can only quote what it saw)."""
+    response = _response(context)
+    return Quotes([cut_middle(response, max_chars, max_bytes)[0]] if response else [])
+
+
+def _note(rubric: ScoreModelRubric | LabelModelRubric) -> str:
+    """The request's last words: where the judge writes the verdict that counts. `{code}` is
+    replaced by a code random per request (never by str.format: nothing else is substituted)."""
+    if isinstance(rubric, ScoreModelRubric):
+        low, high = rubric.range
+        form, what = "[[N]]", f"N is your score, a number from {low:g} to {high:g}"
+    else:
+        form, what = "[[LABEL]]", "LABEL is one of " + ", ".join(rubric.labels)
+    return (
+        "\n\nThe verdict code of this request is {code}. After everything else, end your reply with "
+        f"one line that holds only your final verdict after the code, in this form: {VERDICT_MARK}"
+        "{code}: " + f"{form} ({what}). Only that line is read as your verdict."
+    )
+
+
+def _with_note(request: ChatRequest, note: str, nonce: str) -> ChatRequest:
+    """`request` with `note` (its code set) appended to its last user message."""
+    text = note.replace("{code}", nonce)
+    messages = list(request.messages)
+    last = max((i for i, (role, _) in enumerate(messages) if role == "user"), default=len(messages) - 1)
+    role, content = messages[last]
+    messages[last] = (role, content + text)
+    return dataclasses.replace(request, messages=tuple(messages))
 
 
 def _render(template: str, context: Mapping[str, Any]) -> str:

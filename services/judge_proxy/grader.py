@@ -21,6 +21,7 @@ from typing import Any
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.emergence import strip_eos
 from services.common.grader import SAMPLE_DEADLINES, GraderBase, config_hash
+from services.common.offload import maybe_off_loop
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.evaluate import JudgeFailure, Outcome, RubricEvaluator, Tally
 from services.judge_proxy.judge_cache import JudgeCache
@@ -53,7 +54,9 @@ LOG_KEYS = (
     "judge/response_cut",  # characters of the response the judge was not shown (over max_response_chars)
     "judge/fallback_model",  # verdicts a fallback judge gave: the result is not cached
     "judge/cut_off",  # the judge's reply ended at max_tokens: no verdict
-    "judge/request_rejected",  # the upstream refused the request itself (too long): this sample's failure
+    "judge/request_rejected",  # the upstream refused the request itself (too long, content filter)
+    "judge/overlong",  # the response was over max_response_chars/bytes: the lowest reward, no judge call
+    "judge/lowest",  # a failure the response can cause made the rubric's lowest verdict (see detail)
 )
 
 
@@ -83,6 +86,7 @@ class JudgeGrader(GraderBase):
             settings.cache_nondeterministic,
             metrics,
             settings.max_response_chars,
+            settings,
         )
         self._lengths = LengthCorrelation(settings.length_window)
         identity = {
@@ -94,6 +98,9 @@ class JudgeGrader(GraderBase):
             "models": [u.settings.model for u in pool.upstreams],
             "parser": PARSER_VERSION,
             "max_response_chars": settings.max_response_chars,  # what the judge is shown
+            "max_response_bytes": settings.max_response_bytes,
+            "overlong": settings.overlong,
+            "response_failures": settings.response_failures,
         }
         capabilities = sorted(self.rubrics)
         if not settings.sampling.deterministic:
@@ -146,15 +153,22 @@ class JudgeGrader(GraderBase):
                 f"unknown rubric {name!r}; this judge has {', '.join(sorted(self.rubrics))}",
             )
         response, _ = strip_eos(sample.response, DEFAULT_EOS_MARKERS)
-        return name, {"item": item, "sample": {"output_text": response, "response": response}}
+        response = clean_text(response)
+        return name, {"item": clean_text(item), "sample": {"output_text": response, "response": response}}
 
     async def _grade(self, sample: Sample, deadline: float) -> Result:
         started = time.monotonic()
         tally = Tally()
         try:
-            name, context = self.resolve(sample)
+            size = len(sample.response) + len(sample.prompt) + len(sample.label)
+            name, context = await maybe_off_loop(size, self.resolve, sample)  # large: not on the loop
             outcome = await self.evaluator.evaluate(self.rubrics[name], context, deadline, tally, name)
-        except JudgeFailure as failure:
+        except Exception as exc:
+            failure = (
+                exc
+                if isinstance(exc, JudgeFailure)
+                else JudgeFailure(Status.GRADER_ERROR, f"{type(exc).__name__}: {exc}"[:500])
+            )
             logs = self._logs(tally, None, started)
             if failure.flag:
                 logs[f"judge/{failure.flag}"] = 1.0
@@ -166,15 +180,21 @@ class JudgeGrader(GraderBase):
                 logs=logs,
             )
         score = float(outcome.passed) if outcome.passed is not None else outcome.reward
+        logs = self._logs(tally, outcome, started)
+        for flag in tally.as_lowest:
+            logs[f"judge/{flag}"] = 1.0
+        if tally.as_lowest:
+            logs["judge/lowest"] = 1.0
         result = Result(
             reward=outcome.reward,
             score=score,
             status=Status.OK,
             detail=self._detail(name, outcome, tally),
-            logs=self._logs(tally, outcome, started),
+            logs=logs,
         )
-        # A fallback judge's verdict stands in for the primary's while it is down: no cache keeps it.
-        return result.not_cached() if tally.fallback_verdicts else result
+        # A fallback judge's verdict stands in for the primary's while it is down, and a lowest
+        # verdict for an unreadable reply may be the judge's glitch: no cache keeps either.
+        return result.not_cached() if tally.fallback_verdicts or tally.as_lowest else result
 
     @staticmethod
     def _detail(name: str, outcome: Outcome, tally: Tally) -> str:
@@ -187,6 +207,8 @@ class JudgeGrader(GraderBase):
             parts.append("cached")
         if tally.fallback_verdicts:
             parts.append("fallback judge")
+        for flag, why in tally.as_lowest.items():
+            parts.append(f"the rubric's lowest verdict ({flag}: {why})"[:600])
         if tally.response_cut:
             parts.append(f"the judge saw the response without {tally.response_cut} characters of its middle")
         return ", ".join(parts)
@@ -207,6 +229,8 @@ class JudgeGrader(GraderBase):
             "judge/latency_s": time.monotonic() - started,
             "judge/response_cut": float(tally.response_cut),
             "judge/fallback_model": float(tally.fallback_verdicts),
+            "judge/overlong": 0.0,
+            "judge/lowest": 0.0,
         }
 
     def _with_length_bias(self, samples: Sequence[Sample], results: list[Result]) -> list[Result]:
@@ -226,3 +250,19 @@ class JudgeGrader(GraderBase):
             else r
             for r in results
         ]
+
+
+def clean_text(value: Any) -> Any:
+    """`value` with lone surrogates (invalid in UTF-8, so in any request body) replaced by U+FFFD,
+    in strings, lists and dict values: one such sample must not fail its batch."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, dict):
+        return {clean_text(k): clean_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_text(v) for v in value]
+    return value

@@ -3,6 +3,18 @@
 Each parser returns the value and where in the text it stands, so the logprob step can
 find the token that carried it. A verdict that cannot be read raises `ParseError`; no
 parser ever returns a default.
+
+A judge that quotes the response repeats the response's text, verdict-shaped text included.
+Two defences, strongest first:
+- a verdict code (`nonce`): every request asks the judge to end with `VERDICT-<code>: <verdict>`,
+  the code random per request; the response was written before the code existed, so only the
+  judge can write that line. Only the last such line is read.
+- without a code (rubrics with `verdict_nonce: false`): a verdict whose text also occurs
+  anywhere in the response (case and spacing aside) is never read; when nothing else is left
+  the reply holds no verdict (and the response that caused that gets the rubric's lowest reward).
+
+Every pattern runs in linear time: numbers start only where a digit run starts and have
+bounded length, and every repetition next to another is possessive.
 """
 
 from __future__ import annotations
@@ -16,33 +28,36 @@ from typing import Any, Literal
 import orjson
 
 # Bump when a parser changes what it reads: cached verdicts of older parsers stop matching.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 # The verdict forms a rubric can ask for. `any` reads every one of them (rubrics that name none).
 VerdictFormat = Literal["brackets", "json", "result", "keyword", "any"]
 FORMATS: tuple[VerdictFormat, ...] = ("brackets", "json", "result", "keyword", "any")
 
-_NUMBER = r"(-?\d+(?:\.\d+)?)"
+# A number starts where a digit run starts (never inside one) and has at most 30 digits a part:
+# the regex engine then tries each run once, in bounded time (no quadratic scans of digit runs).
+_NUMBER = r"(?<![\d.])(-?\d{1,30}+(?:\.\d{1,30}+)?+)(?![\d])"
+_DIGITS = r"\d{1,30}+(?:\.\d{1,30}+)?+"
 _SCORE_PATTERNS: dict[str, re.Pattern[str]] = {
-    "json": re.compile(r'"(?:score|rating)"\s*:\s*"?' + _NUMBER, re.IGNORECASE),  # JSON, fenced or bare
-    "brackets": re.compile(r"\[\[\s*" + _NUMBER + r"\s*(?:/\s*\d+(?:\.\d+)?\s*)?\]\]"),  # [[8]], [[8/10]]
-    "result": re.compile(r"\[RESULT\]\s*:?\s*" + _NUMBER, re.IGNORECASE),  # Prometheus-style
+    "json": re.compile(r'"(?:score|rating)"\s*+:\s*+"?' + _NUMBER, re.IGNORECASE),  # JSON, fenced or bare
+    # [[8]], [[8/10]]
+    "brackets": re.compile(r"\[\[\s*+" + _NUMBER + r"\s*+(?:/\s*+" + _DIGITS + r"\s*+)?\]\]"),
+    "result": re.compile(r"\[RESULT\]\s*+:?\s*+" + _NUMBER, re.IGNORECASE),  # Prometheus-style
     "keyword": re.compile(
-        r"\b(?:rating|score|grade|final score|overall score)\s*[:=]?\s*\**\s*\[?" + _NUMBER,
+        r"\b(?:rating|score|grade|final score|overall score)\s*+[:=]?\s*+\**+\s*+\[?" + _NUMBER,
         re.IGNORECASE,
     ),
 }
-_OUT_OF = re.compile(_NUMBER + r"\s*/\s*(\d+(?:\.\d+)?)")
-_DENOMINATOR = re.compile(r"\s*/\s*(\d+(?:\.\d+)?)")
-_BARE = re.compile(r"\s*\**\s*" + _NUMBER + r"\s*\**\s*\.?\s*")
-_JSON_FENCE = re.compile(r"\A\s*```(?:json)?\s*(.*?)\s*```\s*\Z", re.DOTALL | re.IGNORECASE)
+_OUT_OF = re.compile(_NUMBER + r"\s*+/\s*+(" + _DIGITS + r")(?![\d])")
+_DENOMINATOR = re.compile(r"\s*+/\s*+(" + _DIGITS + r")")
+_BARE = re.compile(r"\s*+\**+\s*+" + _NUMBER + r"\s*+\**+\s*+\.?\s*+")
+_LEAD = re.compile(r"\s*+\**+\s*+" + _NUMBER)
 _THINK_END = "</think>"
 _SCORE_KEYS = ("score", "rating")
 _LABEL_KEYS = ("label", "verdict", "answer", "choice")
-# A verdict is a quotation of the response when this much of the judge's text before it, and
-# the verdict, appear in the response as they stand (a policy cannot predict the judge's words).
-_QUOTE_CONTEXT = 40
-_MIN_QUOTE_CONTEXT = 16
+# The line a verdict code marks: at most this many characters after the code are read.
+_MARKED_LINE = 200
+VERDICT_MARK = "VERDICT-"
 
 _REFUSAL = re.compile(
     r"\b(?:I(?:'m| am) (?:sorry|unable|not able)|I (?:can(?:no|')t|won't|will not|must decline)"
@@ -63,50 +78,88 @@ class Found:
 
 
 class Quotes:
-    """The untrusted texts the judge was shown (the response): a verdict inside a quotation of
-    them is the response speaking, not the judge."""
+    """The untrusted texts the judge was shown (the response): verdict text that also occurs in
+    them may be the judge quoting the response, wherever it stands, so it is never read."""
 
     def __init__(self, texts: Sequence[str] = ()) -> None:
-        self._texts = [_squash(t) for t in texts if t]
+        self._texts = [_squash(t).casefold() for t in texts if t]
 
     def holds(self, text: str, start: int, end: int) -> bool:
-        if not self._texts or start < _MIN_QUOTE_CONTEXT:
+        if not self._texts:
             return False
-        window = _squash(text[max(0, start - _QUOTE_CONTEXT) : end])
-        return any(window in quoted for quoted in self._texts)
+        said = _squash(text[start:end]).casefold()
+        return bool(said) and any(said in quoted for quoted in self._texts)
 
 
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def marked(text: str, nonce: str) -> tuple[str, int]:
+    """The judge's line after its last `VERDICT-<nonce>` mark, and where that line starts.
+
+    ParseError when the judge wrote no such mark: then nothing in the reply is known to be its
+    own verdict (a response cannot write the mark: the code did not exist when it was written).
+    """
+    mark = re.compile(re.escape(VERDICT_MARK + nonce), re.IGNORECASE)
+    last = None
+    for last in mark.finditer(text):  # noqa: B007 - the last one is wanted
+        pass
+    if last is None:
+        raise ParseError(f"no line marked {VERDICT_MARK}{nonce} in the judge's reply: {_excerpt(text)}")
+    start = last.end()
+    while start < len(text) and (text[start].isspace() or text[start] in ":=*-"):
+        start += 1
+    end = text.find("\n", start, start + _MARKED_LINE)
+    return text[start : end if end >= 0 else start + _MARKED_LINE], start
+
+
 def parse_score(
-    text: str, low: float, high: float, fmt: VerdictFormat = "any", quotes: Quotes | None = None
+    text: str,
+    low: float,
+    high: float,
+    fmt: VerdictFormat = "any",
+    quotes: Quotes | None = None,
+    nonce: str = "",
 ) -> Found:
     """The judge's score on the [low, high] scale, in the form `fmt`; its final statement wins.
 
-    Matches that quote the response, and out-of-range numbers, are passed over (a response
-    must not be able to win the parse, nor to make it fail and force the fallback).
+    With a `nonce`, only the judge's line marked with it counts (in any form). Without one,
+    matches whose text the response also holds, and out-of-range numbers, are passed over (a
+    response must not be able to win the parse, nor to make it fail and force the fallback).
     """
-    quotes = quotes or Quotes()
-    final = _after_thinking(text)
+    if nonce:
+        line, at = marked(text, nonce)
+        found = _score(line, low, high, "any", Quotes(), first=True)
+        return Found(found.value, found.text, found.start + at if found.start >= 0 else -1)
+    return _score(text, low, high, fmt, quotes or Quotes())
+
+
+def _score(
+    text: str, low: float, high: float, fmt: VerdictFormat, quotes: Quotes, first: bool = False
+) -> Found:
+    """`first`: the judge's marked line, whose verdict comes first (a quotation may follow it)."""
+    final = 0 if first else _after_thinking(text)  # a marked line comes after any reasoning
     if fmt == "json":
         found = _json_verdict(text, final, _SCORE_KEYS, lambda v: _score_value(v, low, high))
         if found is not None:
             return found
+    lead = _LEAD.match(text) if first else None  # a marked line that starts with its number
+    if lead is not None:
+        return _in_range(lead, 1, low, high)
     kinds = [k for k in _SCORE_PATTERNS if fmt in ("any", k)]
     matches = [(m, 1) for kind in kinds for m in _SCORE_PATTERNS[kind].finditer(text, final)]
     if fmt == "any":
         matches += [(m, 1) for m in _OUT_OF.finditer(text, final) if float(m.group(2)) == high]
     problem = ""
-    for match, group in sorted(matches, key=lambda item: item[0].start(), reverse=True):
+    for match, group in sorted(matches, key=lambda item: item[0].start(), reverse=not first):
         if quotes.holds(text, match.start(), match.end()):
             continue
         try:
             return _in_range(match, group, low, high)
         except ParseError as exc:
             problem = problem or str(exc)
-    bare = _BARE.fullmatch(text, final)
+    bare = _BARE.match(text, final) if first else _BARE.fullmatch(text, final)
     if bare is not None:
         return _in_range(bare, 1, low, high)
     if problem:
@@ -133,9 +186,11 @@ def _json_verdict(
     text: str, final: int, keys: Sequence[str], value_of: Callable[[Any], float | None]
 ) -> Found | None:
     """The verdict of a reply that is one JSON object (fenced or not): its own top-level key only."""
-    tail = text[final:]
-    fenced = _JSON_FENCE.match(tail)
-    body = fenced.group(1) if fenced else tail
+    body = text[final:].strip()
+    if len(body) >= 6 and body.startswith("```") and body.endswith("```"):  # a fenced block
+        body = body[3:-3]
+        if body[:4].lower() == "json":
+            body = body[4:]
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -168,11 +223,28 @@ def _in_range(match: re.Match[str], group: int, low: float, high: float) -> Foun
 
 
 def parse_label(
-    text: str, labels: Sequence[str], fmt: VerdictFormat = "any", quotes: Quotes | None = None
+    text: str,
+    labels: Sequence[str],
+    fmt: VerdictFormat = "any",
+    quotes: Quotes | None = None,
+    nonce: str = "",
 ) -> Found:
-    """Which of `labels` the judge chose (value is its index), in the form `fmt`; its final mark wins."""
-    quotes = quotes or Quotes()
-    final = _after_thinking(text)
+    """Which of `labels` the judge chose (value is its index), in the form `fmt`; its final mark wins.
+
+    With a `nonce`, only the judge's line marked with it counts (in any form, a bare label too).
+    """
+    if nonce:
+        line, at = marked(text, nonce)
+        found = _label(line, labels, "any", Quotes(), first=True)
+        return Found(found.value, found.text, found.start + at)
+    return _label(text, labels, fmt, quotes or Quotes())
+
+
+def _label(
+    text: str, labels: Sequence[str], fmt: VerdictFormat, quotes: Quotes, first: bool = False
+) -> Found:
+    """`first`: the judge's marked line, whose verdict comes first (a quotation may follow it)."""
+    final = 0 if first else _after_thinking(text)  # a marked line comes after any reasoning
     alternatives = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
     folded = {label.casefold(): index for index, label in enumerate(labels)}
     if fmt == "json":
@@ -189,34 +261,27 @@ def parse_label(
             return found
     patterns = {
         "json": re.compile(
-            r'"(?:label|verdict|answer|choice)"\s*:\s*"(' + alternatives + r')"', re.IGNORECASE
+            r'"(?:label|verdict|answer|choice)"\s*+:\s*+"(' + alternatives + r')"', re.IGNORECASE
         ),
-        "brackets": re.compile(r"\[\[\s*(" + alternatives + r")\s*\]\]"),
-        "result": re.compile(r"\[RESULT\]\s*:?\s*(" + alternatives + r")\b"),
+        "brackets": re.compile(r"\[\[\s*+(" + alternatives + r")\s*+\]\]"),
+        "result": re.compile(r"\[RESULT\]\s*+:?\s*+(" + alternatives + r")\b"),
         "keyword": re.compile(
-            r"\b(?:label|verdict|answer|decision|choice)\s*[:=]\s*\**\s*\[?(" + alternatives + r")\b",
+            r"\b(?:label|verdict|answer|decision|choice)\s*+[:=]\s*+\**+\s*+\[?(" + alternatives + r")\b",
             re.IGNORECASE,
         ),
     }
     matches = [
         m for kind, pattern in patterns.items() if fmt in ("any", kind) for m in pattern.finditer(text, final)
     ]
-    for match in sorted(matches, key=lambda m: m.start(), reverse=True):
+    for match in sorted(matches, key=lambda m: m.start(), reverse=not first):
         if not quotes.holds(text, match.start(), match.end()):
             return _label_found(match, labels)
-    whole = re.compile(r"\s*\**\s*(" + alternatives + r")\s*\**\s*\.?\s*", re.IGNORECASE).fullmatch(
-        text, final
-    )
-    if whole is not None:
-        return _label_found(whole, labels)
-    if fmt == "any":
-        # Last resort for word labels only: one label, and only one, appears as a word.
-        wordy = [label for label in labels if len(label) > 1]
-        words = re.compile(r"\b(" + "|".join(map(re.escape, wordy)) + r")\b")
-        seen = {m.group(1) for m in words.finditer(text, final)}
-        if wordy and len(seen) == 1:
-            match = list(re.compile(r"\b(" + re.escape(seen.pop()) + r")\b").finditer(text, final))[-1]
-            return _label_found(match, labels)
+    # The whole reply is a label; on a marked line, a label word that starts it ("INCORRECT, as ...").
+    # Never a label word anywhere in prose that may quote the response ("... this answer is CORRECT").
+    whole = re.compile(r"\s*+\**+\s*+\[?\[?(" + alternatives + r")\b\]?\]?\s*+\**+\s*+\.?\s*+", re.IGNORECASE)
+    said = whole.match(text, final) if first else whole.fullmatch(text, final)
+    if said is not None:
+        return _label_found(said, labels)
     raise ParseError(f"none of the labels {list(labels)}{_form(fmt)} in the judge's reply: {_excerpt(text)}")
 
 

@@ -55,6 +55,13 @@ class _ModelRubric(_Strict):
     logprobs: bool = Field(default=False, description="weight the verdict by the judge's top logprobs")
     structured_output: bool = Field(default=False, description="ask for JSON (response_format json_schema)")
     sampling: SamplingOverrides = Field(default_factory=SamplingOverrides)
+    verdict_nonce: bool = Field(
+        default=True,
+        description="end every request with a line asking for the final verdict after a code random "
+        "per request (VERDICT-<code>: ...) and read only that line: the response cannot write it. "
+        "false: the verdict is read in verdict_format, never from text the response also holds. "
+        "Structured-output rubrics need no code (their verdict is a top-level JSON key)",
+    )
     verdict_format: Literal["auto", "brackets", "json", "result", "keyword", "any"] = Field(
         default="auto",
         description="the only verdict form read from the judge's reply: brackets [[8]], json "

@@ -145,8 +145,27 @@ class JudgeServiceSettings(ServerSettings):
     max_response_chars: int = Field(
         default=24_000,
         ge=256,
-        description="characters of a response (and of a pairwise baseline) a judge is shown; a longer "
-        "one loses its middle (judge/response_cut); the rubric and the reference are never cut",
+        description="characters of a response (and of a pairwise baseline) a judge is shown; the rubric "
+        "and the reference are never cut",
+    )
+    max_response_bytes: int = Field(
+        default=48_000,
+        ge=1024,
+        description="UTF-8 bytes of a response a judge is shown: a bound on its tokens that holds for "
+        "any script (a character can be 4 bytes, and a token as little as one byte)",
+    )
+    overlong: Literal["lowest", "cut_middle"] = Field(
+        default="lowest",
+        description="a response over max_response_chars or max_response_bytes: `lowest` gets the "
+        "rubric's lowest reward without a judge call (status OK, judge/overlong); `cut_middle` shows "
+        "the judge its start and end (judge/response_cut), so text in the middle costs nothing",
+    )
+    response_failures: Literal["lowest", "fallback"] = Field(
+        default="lowest",
+        description="failures a response can cause (no readable verdict, a refusal, a reply cut at "
+        "max_tokens, a request the upstream rejects, content filters): `lowest` makes them a verdict "
+        "at the rubric's lowest reward (status OK, flagged); `fallback` makes them failures that get "
+        "fallback_reward (a response could then choose the fallback when it beats its verdict)",
     )
 
     @property

@@ -142,6 +142,13 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+_FILTERED = re.compile(
+    r"content[ _-]?(?:filter|policy|management|moderation)|safety (?:system|filter)|responsible ?ai"
+    r"|flagged (?:as|by|for)|moderation|policy violation",
+    re.IGNORECASE,
+)
+
+
 def excerpt_of(payload: bytes, limit: int = 2000) -> str:
     return payload[:limit].decode("utf-8", "replace")
 
@@ -341,6 +348,10 @@ class Upstream:
             # The request is too large for this model (an overlong response): no sign of ill health,
             # so it does not count toward the cooldown; another upstream may have a larger context.
             return AttemptError("too_large", message, retry_same=False, counts=False, rejected=True)
+        if code in (400, 403, 422) and _FILTERED.search(excerpt_of(payload)):
+            # A content filter refused what the response says: that sample's verdict, never a sign
+            # of the upstream's ill health (a response must not be able to pause the judge).
+            return AttemptError("content_filter", message, retry_same=False, counts=False, rejected=True)
         # 400/401/403/404/422: this upstream will answer the same again; another one may not.
         return AttemptError("http_4xx", message, retry_same=False)
 

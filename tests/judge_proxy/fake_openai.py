@@ -4,7 +4,10 @@ Behaviour comes from the server's `behaviour` dict, overridden per request by a 
 anywhere in the messages: `<<fake:{"score": 8, "delay": 0.2}>>` (the first one found).
 Keys:
   score: N           reply "… Rating: [[N]]"            label: L     reply "… Verdict: [[L]]"
-  reply: TEXT        reply exactly TEXT                  delay: S     sleep S seconds first
+                     (a request with a verdict code also gets a last line "VERDICT-<code>: [[N]]",
+                     as a judge that follows the request does; `unmarked: true` leaves it out)
+  reply: TEXT        reply exactly TEXT ("<code>" in it becomes the request's verdict code)
+  delay: S           sleep S seconds first
   status: CODE       answer HTTP CODE (with retry_after: S as Retry-After) ...
   times: K           ... only for the first K requests with this directive (by `id`, else its text)
   hang: true         never answer (released when the server stops)
@@ -44,6 +47,7 @@ from services.common.server import AsgiServer
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
 FENCED = re.compile(r"<<<answer-(\w+)>>>\n(.*?)\n<<<end-answer-\1>>>", re.DOTALL)
 _TOKEN = re.compile(r"\d|[A-Za-z]+|\s+|[^\w\s]")
+CODE = re.compile(r"The verdict code of this request is (\w+)\.")
 
 
 def directive(**behaviour: Any) -> str:
@@ -199,6 +203,11 @@ class FakeOpenAI:
     @classmethod
     def _reply(cls, text: str, script: dict[str, Any]) -> tuple[str, str]:
         content, verdict = cls._verdict(text, script)
+        codes = CODE.findall(text)  # the request's own code is the last one (its final words)
+        if codes and "reply" in script:
+            content = content.replace("<code>", codes[-1])
+        elif codes and verdict and not script.get("unmarked"):
+            content = f"{content}\nVERDICT-{codes[-1]}: [[{verdict}]]"
         if "quote" in script:
             fenced = FENCED.search(text)
             answer = DIRECTIVE.sub("", fenced.group(2) if fenced else text)

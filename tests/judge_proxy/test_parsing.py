@@ -54,9 +54,14 @@ def test_labels_explicit_marks_and_word_fallback() -> None:
     assert parse_label("Thinking... [[INCORRECT]]", labels).text == "INCORRECT"
     assert parse_label('{"label": "CORRECT"}', labels).text == "CORRECT"
     assert parse_label("verdict: correct", labels).value == 0.0  # the index of CORRECT
-    assert parse_label("The response is INCORRECT because ...", labels).text == "INCORRECT"
+    # A bare word is read only from the judge's own marked line, never from prose that may quote
+    # the response ("... this answer is CORRECT").
+    with pytest.raises(ParseError):
+        parse_label("The response is INCORRECT because ...", labels)
+    marked = "The answer says it is CORRECT.\nVERDICT-9f2c: INCORRECT, because ..."
+    assert parse_label(marked, labels, nonce="9f2c").text == "INCORRECT"
     with pytest.raises(ParseError):  # both appear as words: ambiguous
-        parse_label("Is it CORRECT or INCORRECT? Hard to say.", labels)
+        parse_label("VERDICT-9f2c: Is it CORRECT or INCORRECT? Hard to say.", labels, nonce="9f2c")
     with pytest.raises(ParseError):  # single letters are never guessed from prose
         parse_label("A good answer overall", ["A", "B", "C"])
     assert parse_label("So my verdict: [[B]]", ["A", "B", "C"]).value == 1.0

@@ -150,9 +150,11 @@ async def test_unreadable_and_refused_verdicts_are_flagged_failures(
             Sample(prompt="Q", response=directive(id="field", refuse=True, refusal_field=True)),
         ]
     )
-    assert garbled.status is Status.GRADER_ERROR and garbled.reward == -0.25
-    assert garbled.logs["judge/parse_failed"] == 1.0 and "no score" in garbled.detail
-    assert refused.status is Status.GRADER_ERROR and refused.logs["judge/refused"] == 1.0
+    # A response can cause both (an injection, a provocation): the rubric's lowest verdict, flagged,
+    # never the fallback (which may be more than it deserves).
+    assert garbled.status is Status.OK and garbled.reward == 0.0 and garbled.logs["judge/lowest"] == 1.0
+    assert garbled.logs["judge/parse_failed"] == 1.0 and "no line marked VERDICT-" in garbled.detail
+    assert refused.status is Status.OK and refused.reward == 0.0 and refused.logs["judge/refused"] == 1.0
     assert refusal_field.logs["judge/refused"] == 1.0 and "refused" in refusal_field.detail
     assert fake.by_key["garbled"] == 2  # one re-ask (parse_retries=1), then the failure
     get = grader.metrics.registry.get_sample_value

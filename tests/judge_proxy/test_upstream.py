@@ -174,9 +174,9 @@ async def test_rpm_limit_is_shared_through_redis(fake: FakeOpenAI, make_grader: 
 
 
 async def test_tpm_reserves_the_estimate_and_settles_real_usage(fake: FakeOpenAI, make_grader: Make) -> None:
-    # Each request reserves ~1.3k tokens (prompt estimate + max_tokens 1024) of a 2k-token minute
+    # Each request reserves ~1.5k tokens (prompt estimate + max_tokens 1024) of a 2.2k-token minute
     # and uses ~0.3k: only settling the difference lets a second request through in time.
-    grader = make_grader(fake, upstream={"tpm": 2000}, deadline_s=3.0)
+    grader = make_grader(fake, upstream={"tpm": 2200}, deadline_s=3.0)
     (first,) = await grader.score([sample(id="t1", score=5)])
     (second,) = await grader.score([sample(id="t2", score=5)])
     assert first.status is Status.OK and second.status is Status.OK
@@ -188,7 +188,7 @@ async def test_tpm_reserves_the_estimate_and_settles_real_usage(fake: FakeOpenAI
 
 async def test_tpm_settles_through_redis_too(fake: FakeOpenAI, make_grader: Make, redis_url: str) -> None:
     limits = {"backend": "redis", "redis_url": redis_url, "key_prefix": f"tpm:{time.monotonic_ns()}"}
-    grader = make_grader(fake, upstream={"tpm": 2000}, ratelimit=limits, deadline_s=3.0)
+    grader = make_grader(fake, upstream={"tpm": 2200}, ratelimit=limits, deadline_s=3.0)
     for name in ("r1", "r2"):
         (result,) = await grader.score([sample(id=name, score=5)])
         assert result.status is Status.OK
