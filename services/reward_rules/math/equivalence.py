@@ -548,13 +548,14 @@ def _close_inexact(gv: Any, pv: Any, g: Node, p: Node, ctx: Comparison) -> bool:
         diff = abs(gv - pv)
         scale = max(abs(gv), abs(pv))
         g_dec, p_dec = decimals_of(g), decimals_of(p)
-        # Only a reference with two or more decimals reads as rounded (`0.33` for 1/3);
-        # `1.5` is exact, and `1.51` is not it.
+        # Only a reference with two or more decimals reads as rounded (`0.33` for 1/3,
+        # which `0.333` rounds to); `1.5` is exact and `1.51` is not it. An exact answer
+        # (`\\frac{1}{3}`, `\\pi`) to a rounded reference is not the rounded value asked for.
+        more_precise = p_dec is not None and g_dec is not None and p_dec >= g_dec
         rounds_to_gold = (
             g_dec is not None
-            and p_dec is not None
             and g_dec >= 2
-            and p_dec >= g_dec
+            and more_precise
             and diff <= mpmath.mpf(10) ** (-g_dec) / 2 * (1 + mpmath.mpf("1e-12"))
         )
         if rounds_to_gold:

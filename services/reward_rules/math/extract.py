@@ -45,7 +45,7 @@ _ANSWER_TAG = re.compile(r"<answer>", re.I)
 _ANSWER_TAG_CLOSE = re.compile(r"</answer>", re.I)
 # "The answer is", "Answer:", and the same announcement in the languages models answer in.
 _ANCHOR = re.compile(
-    r"(?:(?:final\s+answer|the\s+answer|answer)\s*(?:\([^()\n]{0,30}\)\s*)?"
+    r"(?:(?:final\s+answer|the\s+answer|answer|final\s+result|final)\s*(?:\([^()\n]{0,30}\)\s*)?"
     r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be|must\s+be)\s*[:=]?"
     r"|(?<![a-z])(?:r[ée]ponse|respuesta|resposta|risposta)(?:\s+(?:finale?|correcte|correcta|correta|corretta))?"
     r"\s*(?:\*\*)?\s*(?:est|es|é|è|:|=)\s*[:=]?"

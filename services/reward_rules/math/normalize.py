@@ -8,6 +8,7 @@ into one LaTeX dialect that `parse.py` understands, so the parser stays small.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from services.reward_rules.math.nodes import FUNCTION_NAMES
 
@@ -39,6 +40,28 @@ _LEADING_ARROW = re.compile(
 # Set-builder notation: `\\{x \\mid 1 \\le x < 4\\}` is the condition `1 \\le x < 4`.
 _SET_BUILDER = re.compile(
     r"^\\\{\s*[a-zA-Z](?:\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?)?\s*(?:\\mid|\\vert|\||:)\s*(?P<cond>.+?)\s*\\\}$"
+)
+# Unicode a model may write for TeX: vulgar fractions, superscripts, ℝ, fullwidth digits (NFKC).
+_VULGAR = {
+    char: f"\\frac{{{numerator}}}{{{denominator}}}"
+    for char, numerator, denominator in (
+        ("½", 1, 2),
+        ("⅓", 1, 3),
+        ("⅔", 2, 3),
+        ("¼", 1, 4),
+        ("¾", 3, 4),
+        ("⅕", 1, 5),
+        ("⅙", 1, 6),
+        ("⅛", 1, 8),
+        ("⅜", 3, 8),
+        ("⅝", 5, 8),
+    )
+}
+_SUPERSCRIPTS = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+")
+_SUPER_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+# The real line in words or blackboard bold: `\\mathbb{R}`, `ℝ`, "all real numbers".
+_REALS = re.compile(
+    r"^(?:x\s*\\in\s*)?(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|(?:\\text\{\s*)?all\s+real(?:\s+numbers)?\s*\}?)$", re.I
 )
 # Past this length an "answer" is runaway output: only cheap, linear clean-up is applied.
 _MAX_CLEAN_CHARS = 2000
@@ -275,11 +298,20 @@ _NUMBER_WORDS = {word: str(value) for value, word in enumerate(" ".join(_SMALL_N
 }
 
 
+def _unicode_math(text: str) -> str:
+    """`½` -> `\\frac{1}{2}`, `x²` -> `x^{2}`, `３` -> `3`, before anything reads the text."""
+    if text.isascii():
+        return text
+    text = "".join(_VULGAR.get(char, char) for char in text)
+    text = _SUPERSCRIPTS.sub(lambda m: "^{" + m.group(0).translate(_SUPER_DIGITS) + "}", text)
+    return unicodedata.normalize("NFKC", text)
+
+
 def _is_unit(tail: str) -> bool:
     """A unit or counter word after a number, not a variable (`5 x` is 5x, `2 pi` is 2π)."""
     first = tail.strip().split(" ")[0].lower().strip(".")
-    if first in _MATH_WORDS:
-        return False
+    if first in _MATH_WORDS or any("\u0370" <= char <= "\u03ff" or char in "√∞" for char in first):
+        return False  # `2π`, `3√2`: math, not a unit
     if not first.isascii():
         return True  # 米, 个, €, km/h in another script
     return first in _UNIT_WORDS or (len(first) >= 3 and first.isalpha())
@@ -290,6 +322,9 @@ def clean_answer(text: str) -> str:
     text = text.strip()
     if not text or len(text) > _MAX_CLEAN_CHARS:
         return text
+    text = _unicode_math(text)
+    if _REALS.match(strip_math_delimiters(text)):
+        return "(-\\infty, \\infty)"
     if "\\\\" in text and "\\begin" not in text:
         text = _DOUBLE_ESCAPED.sub(r"\\", text)
     text = _LEADING_WORDS.sub("", _LEADING_ARROW.sub("", text))

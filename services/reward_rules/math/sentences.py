@@ -63,6 +63,9 @@ _META = re.compile(
     r"|confirm\w*|sanity|double-check\w*)\b",
     re.I,
 )
+_APPROX_BEFORE = re.compile(
+    r"(?:≈|\\approx|~|about|roughly|approximately|environ|aproximadamente)\s*\$?\s*$", re.I
+)
 _SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?](?=\s|$)|[。！？]|\n")
 
 # What may join math spans into one answer: `$x = 1$ or $x = 6$`, `$2$, $3$ and $5$`.
@@ -148,7 +151,13 @@ def _pick_number(sentence: str) -> str | None:
     found = _candidates(sentence)
     if not found:
         return None
-    kept = [m for m in found if _CIRCUMSTANCE.search(sentence[max(0, m.start() - 24) : m.start()]) is None]
+    kept = [
+        m
+        for k, m in enumerate(found)
+        if _CIRCUMSTANCE.search(sentence[max(0, m.start() - 24) : m.start()]) is None
+        # "1/6 ≈ 0.167": the rounded value restates the one before it.
+        and not (k and _APPROX_BEFORE.search(sentence[max(0, m.start() - 12) : m.start()]))
+    ]
     chosen = (kept or found)[-1]
     groups = [g for g in chosen.groups() if g is not None] if chosen.re is MATH_SPAN else []
     return groups[0] if groups else chosen.group(0)
