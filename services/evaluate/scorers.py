@@ -11,6 +11,7 @@ from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.engine import ScoringEngine
 from services.common.grader import Grader
 from services.common.settings import KitSettings, ServerSettings
+from services.evaluate.emergence_pool import EmergencePool
 
 if TYPE_CHECKING:
     from services.common.client import ArbiterClient
@@ -50,16 +51,22 @@ class EngineScorer:
         self.engine = ScoringEngine(grader, server, make_cache(settings.cache), settings.emergence)
         self._batch = server.batch.max_batch_size
         self._slots = asyncio.Semaphore(server.batch.max_concurrent_batches)
+        self._emergence = EmergencePool(settings.emergence, self.engine.emergence)
+        self._emergence_keys = tuple(k for k in self.engine.emergence.keys if k not in set(grader.log_keys))
 
     @property
     def info(self) -> GraderInfo:
         return self.engine.info
 
     async def start(self) -> None:
+        await self._emergence.start()  # first: it forks, and the grader may start threads
         await self.engine.start()
 
     async def stop(self) -> None:
-        await self.engine.stop()
+        try:
+            await self.engine.stop()
+        finally:
+            await self._emergence.stop()
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         parts = [samples[i : i + self._batch] for i in range(0, len(samples), self._batch)]
@@ -67,8 +74,20 @@ class EngineScorer:
         return [result for part in scored for result in part]
 
     async def _score_batch(self, samples: Sequence[Sample]) -> list[Result]:
-        async with self._slots:  # the deadline starts here, not while queued behind other chunks
-            return await self.engine.score(samples)
+        stats = asyncio.ensure_future(self._emergence.compute(samples))  # while the grader grades
+        try:
+            async with self._slots:  # the deadline starts here, not while queued behind other chunks
+                results = await self.engine.score(samples, emergence=False)
+        except BaseException:
+            stats.cancel()
+            raise
+        for result, numbers in zip(results, await stats, strict=True):
+            # What the engine's own pass would have written: its emergence keys (at 0.0 without
+            # it) take the statistics, unless the grader itself reports a key of that name.
+            logs = result.logs
+            for key in self._emergence_keys:
+                logs[key] = numbers.get(key, 0.0)
+        return results
 
     def invalid(self, detail: str) -> Result:
         return self.engine.finish_fallback(None, Status.INVALID_INPUT, detail)

@@ -8,10 +8,16 @@ an eval set) although each batch took a fraction of the deadline.
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from services.common.contract import Sample, Status
 from services.common.settings import KitSettings
 from services.evaluate.scorers import EngineScorer
+from tests.evaluate.conftest import math_rows, write_jsonl
 from tests.helpers import ScriptedGrader, server_settings
 
 
@@ -34,3 +40,72 @@ def test_each_grader_batch_gets_the_whole_deadline() -> None:
     statuses = asyncio.run(run())
     assert statuses == [Status.OK] * 160
     assert max(grader.batches) <= 4
+
+
+def test_emergence_computed_beside_the_grader_equals_the_engines_own() -> None:
+    from services.common.cache import make_cache
+    from services.common.engine import ScoringEngine
+    from tests.helpers import rules_grader
+
+    settings = KitSettings.model_validate({"cache": {"backend": "none"}})
+    responses = [
+        "<think>Wait, let me reconsider. Actually 6*7=42.</think> \\boxed{42}</s>",
+        "<answer>7</answer> double-check: wait wait",
+        "no tags at all " * 50,
+        "loop " * 20_000 + "<think>" * 3,  # over the size the engine scans off the loop
+        "",
+    ]
+    samples = [
+        Sample(prompt="p", response=r, label="42", metadata={"finish_reason": "length"} if i == 1 else {})
+        for i, r in enumerate(responses)
+    ]
+
+    async def both() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        scorer = EngineScorer(rules_grader(), server_settings(), settings)
+        engine = ScoringEngine(
+            rules_grader(), server_settings(), make_cache(settings.cache), settings.emergence
+        )
+        await scorer.start()
+        await engine.start()
+        try:
+            ours = [r.model_dump(mode="json") for r in await scorer.score(samples)]
+            theirs = [r.model_dump(mode="json") for r in await engine.score(samples)]
+        finally:
+            await scorer.stop()
+            await engine.stop()
+        return ours, theirs
+
+    ours, theirs = asyncio.run(both())
+    assert ours == theirs
+    assert [list(r["logs"]) for r in ours] == [list(r["logs"]) for r in theirs]  # same keys, same order
+    assert ours[0]["logs"]["reflect/any"] == 1.0 and ours[3]["logs"]["response/words"] > 10_000
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_killed_run_leaves_no_emergence_worker_behind(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "eval.jsonl", math_rows(3000))
+    out = tmp_path / "killed-run-marker.jsonl"
+    args = [sys.executable, "-m", "services.cli", "score", str(source), "-o", str(out), "--grader", "math"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and not (out.exists() and out.stat().st_size > 0):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed; use a larger input"
+    assert len(_processes_mentioning(out.name)) >= 2  # the run and its emergence worker
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    for _ in range(250):
+        if not _processes_mentioning(out.name):
+            break
+        time.sleep(0.02)
+    assert _processes_mentioning(out.name) == []
