@@ -94,6 +94,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("several", "2, 5", "The two solutions are $\\boxed{2}$ and $\\boxed{-5}$.", False),
     ("several", "3, 8", "Maybe \\boxed{5}? Part (a): \\boxed{3}; part (b): \\boxed{8}.", False),
     ("several", "3, 8", "Part (a): \\boxed{3}; part (b): \\boxed{9}.", False),
+    ("several", "3, 8", "(a) \\boxed{8}\n(b) \\boxed{3}", False),
+    ("several", "3, 8", "**(a)** The answer is $\\boxed{3}$.\n\n**(b)** The answer is $\\boxed{8}$.", True),
     ("several", "1, 6", "\\boxed{x = 1 \\text{ or } x = 7}", False),
     # -- intervals, inequalities, sets ---------------------------------------------------------------------
     ("interval", "$1 \\le x < 4$", "$x \\in [1, 4)$", True),

@@ -186,8 +186,49 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
         # Exactly as many boxes as answers: more would let a response hedge.
         boxes = all_boxed(response)
         if len(boxes) == items:
+            if _PART_LABELS.search(response[-4000:]):
+                return _grade_parts(reference, boxes, opts)
             extra.append(clean_answer(", ".join(boxes)))
     return _grade_extraction(reference, extraction, opts, extra)
+
+
+# "(a)", "part (b)", "Part 2", "b)": answers to the parts of one problem, in their order.
+_PART_LABELS = re.compile(r"(?:\bpart\s*\(?[a-d1-4]\)?|(?:^|\s|\*)\([a-d]\)|(?:^|\n)\s*[a-d]\))", re.I)
+
+
+def _top_level_items(text: str) -> list[str]:
+    """`3, (1, 2), 8` -> ["3", "(1, 2)", "8"]: commas outside brackets split a list."""
+    items, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:index].strip())
+            start = index + 1
+    items.append(text[start:].strip())
+    return items
+
+
+def _grade_parts(reference: _Reference, boxes: list[str], opts: GradeOptions) -> Outcome:
+    """Part answers against a list reference: part k must answer item k (order matters)."""
+    gold = _top_level_items(reference.answers[0].strip("\\{}"))
+    preds = [clean_answer(box) for box in boxes]
+    equal = len(gold) == len(preds) and all(
+        _compare(clean_answer(g), p, reference.rel_tol, opts.use_sympy, opts.percent)[0]
+        for g, p in zip(gold, preds, strict=True)
+    )
+    joined = ", ".join(preds)
+    return Outcome(
+        "correct" if equal else "incorrect",
+        f"parts {_short(joined)!r} from boxed {'match' if equal else 'do not match'} "
+        f"{_short(reference.answers[0])!r} in order",
+        extracted=True,
+        boxed=True,
+        parsed=True,
+        prediction=joined,
+    )
 
 
 def _list_size(reference: _Reference) -> int:
