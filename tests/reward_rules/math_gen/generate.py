@@ -270,6 +270,48 @@ def _named(rng: random.Random) -> Answer:
     )
 
 
+def _union(rng: random.Random) -> Answer:
+    low = rng.randint(-6, 2)
+    high = low + rng.randint(2, 6)
+    return Answer(
+        "union",
+        rng.choice([f"(-\\infty, {low}) \\cup ({high}, \\infty)", f"x < {low} \\text{{ or }} x > {high}"]),
+        (
+            f"(-\\infty,{low})\\cup({high},+\\infty)",
+            f"x < {low} \\text{{ or }} x > {high}",
+            f"({high}, \\infty) \\cup (-\\infty, {low})",
+        ),
+        (
+            f"(-\\infty,{low}]\\cup({high},\\infty)",
+            f"x < {low} \\text{{ or }} x > {high + 1}",
+            f"({low}, {high})",
+        ),
+    )
+
+
+def _unicode(rng: random.Random) -> Answer:
+    a = rng.randint(2, 9)
+    kind = rng.randrange(3)
+    if kind == 0:
+        return Answer("unicode", "\\frac{1}{2}", ("½", "1/2", "0.5"), ("⅓", "¼", "2"))
+    if kind == 1:
+        return Answer("unicode", f"{a}\\pi", (f"{a}π", f"{a} \\pi", f"π \\cdot {a}"), (f"{a + 1}π", str(a)))
+    return Answer("unicode", f"x^{a}", (f"x^{{{a}}}", f"x{'⁰¹²³⁴⁵⁶⁷⁸⁹'[a]}"), (f"x^{{{a + 1}}}", f"{a}x"))
+
+
+def _parts(rng: random.Random) -> Answer:
+    a, b = rng.sample(range(2, 40), 2)
+    return Answer(
+        "parts",
+        f"{a}, {b}",
+        (f"(a) \\boxed{{{a}}}\n(b) \\boxed{{{b}}}", f"Part (a): \\boxed{{{a}}}; part (b): \\boxed{{{b}}}"),
+        (
+            f"(a) \\boxed{{{b}}}\n(b) \\boxed{{{a}}}",
+            f"Part (a): \\boxed{{{a}}}; part (b): \\boxed{{{b + 1}}}",
+        ),
+    )
+
+
 def _several(rng: random.Random) -> Answer:
     a, b = rng.sample(range(-9, 20), 2)
     return Answer(
@@ -297,6 +339,9 @@ KINDS: tuple[Callable[[random.Random], Answer], ...] = (
     _approximation,
     _named,
     _several,
+    _union,
+    _unicode,
+    _parts,
 )
 
 # -- phrasings: (language, template); {a} is the answer in math, {p} the answer in prose --------
