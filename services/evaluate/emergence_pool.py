@@ -53,14 +53,15 @@ def _compute(items: list[tuple[str, str | None]]) -> list[dict[str, float]]:
 class EmergencePool:
     """One worker process (none on a one-CPU machine: there it would only add copying)."""
 
-    def __init__(self, settings: EmergenceSettings, local: EmergenceStats) -> None:
+    def __init__(self, settings: EmergenceSettings, local: EmergenceStats, worker: bool = True) -> None:
         self._settings = settings
         self._local = local
+        self._worker = worker
         self._pool: ProcessPoolExecutor | None = None
 
     async def start(self) -> None:
         """Fork the worker now, before the grader starts threads a fork must not copy."""
-        if (os.cpu_count() or 1) < 2:
+        if not self._worker or (os.cpu_count() or 1) < 2:
             return
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(

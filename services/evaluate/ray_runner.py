@@ -35,7 +35,7 @@ class ShardScorer:
                 settings = ArbiterSettings.model_validate_json(self.settings_json)
                 grader = catalog.build_named_grader(self.grader_name, settings)
                 server = catalog.service(catalog.grader_names()[self.grader_name]).server_settings(settings)
-                scorer = EngineScorer(grader, server, settings)
+                scorer = EngineScorer(grader, server, settings, emergence_worker=False)
                 await scorer.start()
                 self._scorer = scorer
         return self._scorer

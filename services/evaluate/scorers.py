@@ -47,11 +47,15 @@ class EngineScorer:
     The grader still sees as many batches at once as a server would give it.
     """
 
-    def __init__(self, grader: Grader, server: ServerSettings, settings: KitSettings) -> None:
+    def __init__(
+        self, grader: Grader, server: ServerSettings, settings: KitSettings, emergence_worker: bool = True
+    ) -> None:
+        """`emergence_worker=False` keeps the statistics in this process (a Ray actor: one per CPU
+        already, and a process whose threads a fork must not copy)."""
         self.engine = ScoringEngine(grader, server, make_cache(settings.cache), settings.emergence)
         self._batch = server.batch.max_batch_size
         self._slots = asyncio.Semaphore(server.batch.max_concurrent_batches)
-        self._emergence = EmergencePool(settings.emergence, self.engine.emergence)
+        self._emergence = EmergencePool(settings.emergence, self.engine.emergence, worker=emergence_worker)
         self._emergence_keys = tuple(k for k in self.engine.emergence.keys if k not in set(grader.log_keys))
 
     @property
