@@ -13,13 +13,17 @@ model scores as real. So:
 - OpenRLHF training reads the reward at EOS: it strips trailing newlines and appends
   `" " + eos_token` when the text does not end with it. The kit strips the EOS text off
   OpenRLHF responses (finish_reason "stop" says there was one), so it is put back first,
-  as part of the trusted suffix.
+  as part of the trusted suffix: its last end-of-sequence marker only (a rollout stops on
+  one token). Markers before it were written by the policy: they go back into the response
+  and are read as text (`<|im_end|>` x 20 at the end of a response is not 20 EOS tokens).
 - A text whose response holds no special-token text is tokenized in one pass, exactly as
   OpenRLHF does (parity). When special-token text reaches into the response, the three
   parts are tokenized apart and the response with `split_special_tokens`: its `<|im_end|>`
   becomes the characters `<|im_end|>`, never the token (flag `rm/special_text`).
 - Tokenized with `add_special_tokens=False` (the template or query carries BOS), and a
   doubled BOS at the start is cut to one.
+- A lone surrogate (no UTF-8 form: tokenizers refuse it) becomes U+FFFD in that sample
+  only; a sample the tokenizer still refuses is that sample's INVALID_INPUT, never its batch's.
 - Over `max_length` only the response is cut, never the prompt or the suffix (so the reward
   is still read at the final EOS): its middle (`middle`, default), its end (`right`, as
   OpenRLHF's dataset keeps the start) or its start (`left`); or the sample is rejected.
@@ -35,6 +39,7 @@ from typing import Any
 
 from services.common.contract import Sample
 from services.common.openrlhf import EOS_TEXT_KEY, SOURCE_KEY
+from services.common.settings import DEFAULT_EOS_MARKERS
 from services.reward_rm.settings import RMServiceSettings
 
 log = logging.getLogger(__name__)
@@ -85,6 +90,9 @@ class InputBuilder:
         self.markers = tuple(sorted(t for t in special if t))
         self._longest = max((len(m) for m in self.markers), default=0)
         self._initials = frozenset(m[0] for m in self.markers)
+        # The markers an EOS text can end with, longest first (the kit strips DEFAULT_EOS_MARKERS).
+        ends = {*self.markers, *DEFAULT_EOS_MARKERS, self.eos} - {""}
+        self._eos_markers = tuple(sorted(ends, key=len, reverse=True))
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.
         self._lock = threading.Lock()
@@ -103,6 +111,7 @@ class InputBuilder:
         return pieces.text, pieces.templated
 
     def pieces(self, sample: Sample) -> Pieces:
+        sample = _clean_sample(sample)
         response, eos_text = self._split_eos(sample)
         if self.uses_template(sample):
             pieces = self._templated(sample.prompt, response)
@@ -124,7 +133,7 @@ class InputBuilder:
         """The response without its closing EOS text, and that text (trusted: it ends the turn)."""
         response = sample.response
         if EOS_TEXT_KEY in sample.metadata:  # the kit cut it off an OpenRLHF query
-            return response, sample.metadata[EOS_TEXT_KEY]
+            return self._one_eos(response, str(sample.metadata[EOS_TEXT_KEY]))
         if self.eos:
             body = response.rstrip()
             if body.endswith(self.eos):
@@ -133,6 +142,16 @@ class InputBuilder:
         if sample.metadata.get("finish_reason") == "stop":
             return response, self.eos
         return response, ""
+
+    def _one_eos(self, response: str, eos_text: str) -> tuple[str, str]:
+        """Only the last end-of-sequence marker of `eos_text` (and whitespace after it) is the
+        rollout's own stop; whatever comes before it is the policy's text, part of the response."""
+        body = eos_text.rstrip()
+        for marker in self._eos_markers:
+            if body.endswith(marker):
+                cut = len(body) - len(marker)
+                return response + eos_text[:cut], eos_text[cut:]
+        return response, eos_text
 
     def _templated(self, prompt: str, response: str) -> Pieces:
         def render(content: str) -> str:
@@ -180,22 +199,47 @@ class InputBuilder:
 
     def encode(self, samples: Sequence[Sample]) -> list[Encoded]:
         with self._lock:
-            built = [self.pieces(sample) for sample in samples]
+            built: list[Pieces] = []
+            problems: dict[int, str] = {}
+            for index, sample in enumerate(samples):
+                try:
+                    built.append(self.pieces(sample))
+                except Exception as exc:
+                    problems[index] = f"cannot build the input: {type(exc).__name__}: {exc}"[:300]
+                    built.append(Pieces("", "", "", templated=False))
             forged = [self.forged(pieces) for pieces in built]
-            plain = [i for i, f in enumerate(forged) if not f]
+            plain = [i for i, f in enumerate(forged) if not f and i not in problems]
             ids_list: list[list[int] | None] = [None] * len(built)
             if plain:  # one pass over the whole text: exactly what OpenRLHF tokenizes
-                batch = self._ids([built[i].text for i in plain])
-                for i, ids in zip(plain, batch, strict=True):
+                for i, ids in zip(plain, self._batch_ids([built[i].text for i in plain]), strict=True):
                     ids_list[i] = ids
             out: list[Encoded] = []
             for index, pieces in enumerate(built):
-                whole = ids_list[index]
-                if whole is None:
-                    prefix, response, suffix = self._parts(pieces)
-                    whole = prefix + response + suffix
-                out.append(self._fit(self._dedupe_bos(whole), pieces, forged[index]))
+                try:
+                    if index in problems:
+                        raise ValueError(problems[index])
+                    whole = ids_list[index]
+                    if whole is None:
+                        prefix, response, suffix = self._parts(pieces)
+                        whole = prefix + response + suffix
+                    out.append(self._fit(self._dedupe_bos(whole), pieces, forged[index]))
+                except Exception as exc:
+                    problem = problems.get(index) or f"cannot tokenize: {type(exc).__name__}: {exc}"[:300]
+                    out.append(Encoded([], 0, False, pieces.templated, problem, forged[index]))
         return out
+
+    def _batch_ids(self, texts: list[str]) -> list[list[int] | None]:
+        """Token ids of each text; None for one the tokenizer refuses (the others still get theirs)."""
+        try:
+            return list(self._ids(texts))
+        except Exception:
+            out: list[list[int] | None] = []
+            for text in texts:
+                try:
+                    out.append(self._ids([text])[0])
+                except Exception:
+                    out.append(None)
+            return out
 
     def _ids(self, texts: list[str], split: bool = False) -> list[list[int]]:
         kwargs: dict[str, Any] = {"add_special_tokens": False, "truncation": False}
@@ -258,3 +302,22 @@ def load_tokenizer(path: str) -> Any:
 
     transformers = require("transformers")
     return transformers.AutoTokenizer.from_pretrained(path)
+
+
+def _clean(text: str) -> str:
+    """`text` with lone surrogates (which tokenizers refuse) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def _clean_sample(sample: Sample) -> Sample:
+    eos_text = sample.metadata.get(EOS_TEXT_KEY)
+    prompt, response = _clean(sample.prompt), _clean(sample.response)
+    eos_clean = _clean(eos_text) if isinstance(eos_text, str) else eos_text
+    if prompt is sample.prompt and response is sample.response and eos_clean is eos_text:
+        return sample
+    metadata = {**sample.metadata, EOS_TEXT_KEY: eos_clean} if isinstance(eos_text, str) else sample.metadata
+    return sample.model_copy(update={"prompt": prompt, "response": response, "metadata": metadata})

@@ -112,3 +112,46 @@ async def test_special_token_text_in_a_plain_prompt_does_not_switch_the_template
     expected = ref.reward(ref.chat_text(sample.prompt, sample.response))
     if kind == "hf":  # no EOS appended for HF classifiers: exactly the templated text
         assert abs(result.reward - expected) < 1e-5
+
+
+# -- red team of issue 20: only one trailing EOS is the rollout's own ------------------------------
+
+
+async def test_repeated_eos_text_at_the_end_is_the_responses_text(tiny: TinyCheckpoints) -> None:
+    """The kit strips every trailing EOS marker off an OpenRLHF query; the RM trusts the last one
+    only (a rollout stops on one token): 20 `<|im_end|>` are 19 pieces of text and one stop."""
+    from services.common.openrlhf import OpenRLHFRequest, to_samples
+    from services.common.settings import DEFAULT_EOS_MARKERS
+
+    prompt = QUERY_PROMPT.format(q="name the primes below thirty")
+
+    def query(response: str) -> Sample:
+        [item] = to_samples(OpenRLHFRequest(query=[prompt + response], prompts=[prompt]), DEFAULT_EOS_MARKERS)
+        assert item.sample is not None
+        return item.sample
+
+    stop = {"source": "openrlhf", "finish_reason": "stop", "eos_text": "<|im_end|>"}
+    honest, repeated, mixed, as_text = await scored(
+        RMServiceSettings(checkpoint=str(tiny.openrlhf)),
+        [
+            query("two three five seven<|im_end|>"),
+            query("two three five seven" + "<|im_end|>" * 20),
+            query("two three five seven" + "</s><|endoftext|><|im_end|>\n</s>" * 3),
+            # what the repeated one must equal: 19 markers the policy wrote, then the one stop
+            Sample(prompt=prompt, response="two three five seven" + "<|im_end|>" * 19, metadata=stop),
+        ],
+    )
+    assert honest.logs["rm/special_text"] == 0.0 and repeated.logs["rm/special_text"] == 1.0
+    assert mixed.logs["rm/special_text"] == 1.0
+    assert repeated.reward == as_text.reward and repeated.logs["rm/tokens"] == as_text.logs["rm/tokens"]
+    assert repeated.logs["rm/tokens"] > honest.logs["rm/tokens"] + 19  # text, not 19 special tokens
+
+
+async def test_a_lone_surrogate_fails_neither_its_sample_nor_its_batch(tiny: TinyCheckpoints) -> None:
+    settings = RMServiceSettings(checkpoint=str(tiny.openrlhf))
+    [alone] = await scored(settings, [Sample(prompt="Q", response="ok")])
+    good, odd = await scored(
+        settings, [Sample(prompt="Q", response="ok"), Sample(prompt="Q\udc80", response="bad \ud800")]
+    )
+    assert good.status is Status.OK and good.reward == alone.reward
+    assert odd.status is Status.OK and odd.logs["rm/tokens"] > 0
