@@ -79,7 +79,7 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
             live = len(pool._live)
             spare = list(pool._spare)  # emptied groups kept for reuse: no process may be in them
         judges = grader._judges
-        idle = [sandbox for sandbox, _ in judges._idle] if judges is not None else []  # clean zygotes
+        idle = [judge.sandbox for judge in judges._idle] if judges is not None else []  # clean zygotes
         warm += idle
         allowed: set[int] = set()
         for sandbox in warm:

@@ -134,7 +134,7 @@ def test_a_reused_judge_keeps_nothing_of_the_last_label() -> None:
     try:
         first, second = (score(grader, check(DOUBLE, "f", test))[0] for test in (poison, probe))
         assert grader._judges is not None and grader._judges._idle  # the judge was kept for reuse
-        assert grader._judges._idle[0][1] == 2  # and served both samples
+        assert grader._judges._idle[0].uses == 2  # and served both samples
     finally:
         asyncio.run(grader.aclose())
     assert first.reward == 1.0 and second.reward == 1.0, (first.detail, second.detail)
@@ -177,3 +177,58 @@ def test_unsafe_mode_kills_only_its_own_runs() -> None:
         asyncio.run(grader.aclose())
         bystander.kill()
         bystander.wait()
+
+
+# Label code that keeps the judge protocol going itself after its verdict, to answer for the
+# samples after it (the "end", the ping, the next label's load and runs) as passes.
+HIJACK = (
+    "import os, stat, fcntl, struct, json\n"
+    "def pipes(mode):\n"
+    "    found = []\n"
+    "    for fd in range(3, 64):\n"
+    "        try:\n"
+    "            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == mode:\n"
+    "                found.append(fd)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    return found\n"
+    "def send(fd, obj):\n"
+    "    body = json.dumps(obj, separators=(',', ':')).encode()\n"
+    "    os.write(fd, struct.pack('>I', len(body)) + body)\n"
+    "def check(candidate):\n"
+    "    out, into = pipes(os.O_WRONLY)[0], pipes(os.O_RDONLY)[0]\n"
+    "    send(out, {'done': True, 'passed': True})\n"
+    "    while True:\n"
+    "        size = struct.unpack('>I', os.read(into, 4))[0]\n"
+    "        message = json.loads(os.read(into, size))\n"
+    "        op = message.get('op')\n"
+    "        if op == 'end':\n"
+    "            send(out, {'ended': True, 'ready': True})\n"
+    "        elif op == 'ping':\n"
+    "            send(out, {'pong': message.get('nonce'), 'clean': True})\n"
+    "        elif op == 'judge':\n"
+    "            send(out, {'ok': True})\n"
+    "        else:\n"
+    "            send(out, {'done': True, 'passed': True})\n"
+)
+
+
+def test_label_code_cannot_answer_for_the_next_sample() -> None:
+    grader = CodeGrader(CodeConfig(workers=1, warm_sandboxes=2))
+    wrong = "def f(x):\n    return 0\n"
+    honest = "def check(candidate):\n    assert candidate(1) == 2\n"
+    mem = (
+        "import os\ndef check(candidate):\n    assert candidate(1) == 2\n    try:\n"
+        "        open(f'/proc/{os.getppid()}/mem', 'r+b')\n    except PermissionError:\n        return\n"
+        "    raise AssertionError('the zygote is writable')\n"
+    )
+    try:
+        hijack, after, memory = (
+            score(grader, sample)[0]
+            for sample in (check(DOUBLE, "f", HIJACK), check(wrong, "f", honest), check(DOUBLE, "f", mem))
+        )
+    finally:
+        asyncio.run(grader.aclose())
+    assert hijack.status is Status.OK  # its own sample: the label's verdict, whatever it is
+    assert after.reward == 0.0, after.detail  # a wrong program, judged by its own label
+    assert memory.reward == 1.0, memory.detail  # the zygote's memory is out of the label's reach

@@ -326,6 +326,9 @@ class Harness:
         self.ctl_out = ctl_out
         self.namespace: dict[str, Any] = {}
         self.compiled: Any = None
+        self.zygote = False
+        self.clean = True
+        self.undumpable = False
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
@@ -345,6 +348,8 @@ class Harness:
                 reply = self.stdio(request)
             elif op == "judge":
                 reply = self.judge_sample(request)
+            elif op == "ping":
+                reply = self.pong(request)
             elif op == "compile":
                 reply = self.compile_native(request)
             elif op == "binary":
@@ -361,7 +366,10 @@ class Harness:
         sandbox is killed and the work dir emptied, so one label's code leaves nothing for the
         next sample's (a fresh fork of a pristine zygote).
         """
-        _preimport()
+        if not self.zygote:
+            _preimport()
+            self.undumpable = _undumpable()
+            self.zygote = True
         pid = os.fork()
         if pid == 0:
             _judge_child(self.ctl_in, self.ctl_out, request)
@@ -371,7 +379,12 @@ class Harness:
             pass
         _kill_others(pid)
         _reap()
-        return {"ready": _wipe(".")}
+        self.clean = _wipe(".")
+        return {"ended": True}  # a child could write this too: the trusted side only reads pongs
+
+    def pong(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Proof that this process answers: the nonce of a ping sent once only it was left."""
+        return {"pong": request.get("nonce"), "clean": self.clean and self.undumpable}
 
     def load(self, source: str, module: str, prelude: Any = None) -> dict[str, Any]:
         """Runs the program; after the label's helpers (`prelude`), which it may call (or redefine)."""
@@ -784,6 +797,21 @@ def _preimport() -> None:
             __import__(name)
         except ImportError:
             pass
+
+
+def _undumpable() -> bool:
+    """PR_SET_DUMPABLE 0: the label's processes (same uid) cannot open this one's /proc/pid/mem.
+
+    Without it a judge's child could rewrite its zygote and so every later sample's judging;
+    forks inherit the flag. ptrace itself is already refused by the seccomp filter. False when
+    it could not be set: then the zygote says it is not clean and serves no second sample.
+    """
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)) == 0  # PR_SET_DUMPABLE
+    except BaseException:
+        return False
 
 
 def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:

@@ -7,15 +7,18 @@ to the candidate's harness as it is, the candidate's reply goes back as it is, b
 and never parsed here, so a candidate's huge or deeply nested reply costs this process neither
 time under the GIL nor memory. Only the judge's small verdict frame is decoded here.
 
-A judge sandbox serves one sample at a time, each in a fresh fork of its zygote, which kills
-every other process and empties the work dir after the sample (harness.py). It is handed to
-the next sample only when it says it is clean; after any failure (timeout, death, a broken
-protocol) it is discarded. That saves a sandbox launch per sample: half the cost of a test.
+A judge sandbox serves one sample at a time, each in a fresh fork of its zygote (not dumpable:
+its forks cannot write its memory), which kills every other process and empties the work dir
+after the sample (harness.py). It is handed to the next sample only once its cgroup holds
+nothing but the zygote and the zygote answered a fresh nonce (so no process of the sample is
+left to answer for it); after any failure (timeout, death, a broken protocol) it is discarded.
+That saves a sandbox launch per sample: half the cost of a test.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -41,30 +44,39 @@ END_TIMEOUT_S = 5.0  # for the zygote to kill the sample's processes and empty i
 MAX_USES = 500  # samples a judge sandbox serves before it is replaced anyway
 
 
+@dataclass
+class _Idle:
+    sandbox: Sandbox
+    uses: int
+    baseline: int  # processes in its cgroup when only the zygote (and bwrap) run
+
+
 class JudgePool:
     """Judge sandboxes between samples: clean zygotes waiting for the next one."""
 
     def __init__(self, sandboxes: SandboxPool, keep: int) -> None:
         self.sandboxes = sandboxes
         self.keep = keep
-        self._idle: list[tuple[Sandbox, int]] = []
+        self._idle: list[_Idle] = []
         self._lock = threading.Lock()
 
-    def acquire(self, memory_bytes: int) -> tuple[Sandbox, int]:
-        """A judge (and how many samples it served), its memory limit set to `memory_bytes`."""
+    def acquire(self, memory_bytes: int) -> _Idle | None:
+        """An idle judge, its memory limit set to `memory_bytes`; None: start a fresh one."""
         with self._lock:
             idle = self._idle.pop() if self._idle else None
-        if idle is None:
-            return self.sandboxes.acquire(memory_bytes), 0
-        self.sandboxes.set_memory_limit(idle[0], memory_bytes)
+        if idle is not None:
+            self.sandboxes.set_memory_limit(idle.sandbox, memory_bytes)
         return idle
 
-    def give_back(self, sandbox: Sandbox, uses: int) -> None:
+    def fresh(self, memory_bytes: int) -> Sandbox:
+        return self.sandboxes.acquire(memory_bytes)
+
+    def give_back(self, idle: _Idle) -> None:
         with self._lock:
-            if len(self._idle) < self.keep and uses < MAX_USES:
-                self._idle.append((sandbox, uses))
+            if len(self._idle) < self.keep and idle.uses < MAX_USES:
+                self._idle.append(idle)
                 return
-        self.sandboxes.release(sandbox)
+        self.sandboxes.release(idle.sandbox)
 
     def discard(self, sandbox: Sandbox) -> None:
         self.sandboxes.release(sandbox)
@@ -72,8 +84,8 @@ class JudgePool:
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for sandbox, _ in idle:
-            self.sandboxes.release(sandbox)
+        for judge in idle:
+            self.sandboxes.release(judge.sandbox)
 
 
 class LabelError(Exception):
@@ -99,11 +111,17 @@ class Judge:
         self.max_value_bytes = max_value_bytes
         self.sandbox: Sandbox | None = None
         self.uses = 0
+        self.baseline = 0
         self._oom_before = 0
 
     def _start(self) -> Sandbox:
+        idle = self.pool.acquire(self.memory_bytes)
+        if idle is not None:
+            self.uses, self.baseline = idle.uses, idle.baseline
+            self._oom_before = idle.sandbox.oom_kills()
+            return idle.sandbox
         for attempt in range(2):
-            sandbox, self.uses = self.pool.acquire(self.memory_bytes)
+            sandbox = self.pool.fresh(self.memory_bytes)
             try:
                 sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
             except SandboxError as exc:
@@ -116,26 +134,50 @@ class Judge:
             except Exception as exc:
                 self.pool.discard(sandbox)
                 raise InfrastructureError(f"judge sandbox did not start: {exc}") from exc
+            self.uses = 0
+            self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
             self._oom_before = sandbox.oom_kills()
             return sandbox
         raise AssertionError("unreachable")
 
     def close(self, healthy: bool = True) -> None:
-        """Ends the sample in the judge; a judge that comes back clean serves the next sample."""
+        """Ends the sample in the judge; a judge proven clean serves the next sample."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is None:
             return
-        if healthy:
-            try:
-                reply = sandbox.request({"op": "end"}, time.monotonic() + END_TIMEOUT_S, _VERDICT_BYTES)
-                healthy = reply.get("ready") is True and sandbox.oom_kills() == self._oom_before
-            except SandboxError:
-                healthy = False
-        if healthy:
-            self.pool.give_back(sandbox, self.uses + 1)
+        if healthy and self.baseline and self._reset(sandbox):
+            self.pool.give_back(_Idle(sandbox, self.uses + 1, self.baseline))
         else:
             sandbox.kill()
             self.pool.discard(sandbox)
+
+    def _reset(self, sandbox: Sandbox) -> bool:
+        """Ends the sample's process and proves that only the zygote is left to answer.
+
+        Anything the sample's code wrote on the pipe (a forged "ended", replies written ahead
+        for the next sample) is read and dropped: only a pong carrying a nonce sent once the
+        cgroup held nothing but the zygote counts, and nothing else then can have read it.
+        """
+        assert sandbox.cgroup is not None
+        deadline = time.monotonic() + END_TIMEOUT_S
+        try:
+            sandbox.send_raw(b'{"op":"end"}', deadline)
+            while len(sandbox.cgroup.pids_in()) > self.baseline:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.002)
+            nonce = secrets.token_hex(16)
+            sandbox.send_raw(json.dumps({"op": "ping", "nonce": nonce}).encode(), deadline)
+            for _ in range(64):
+                try:
+                    reply = json.loads(sandbox.receive_raw(deadline, _VERDICT_BYTES))
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(reply, dict) and reply.get("pong") == nonce:
+                    return reply.get("clean") is True and sandbox.oom_kills() == self._oom_before
+        except SandboxError:
+            return False
+        return False
 
     def run(self, message: dict[str, Any], candidate: Session, deadline: float) -> Verdict:
         """Runs one test (`{"op": "run", ...}`) against the loaded program by `deadline`."""
@@ -143,7 +185,7 @@ class Judge:
             if self.sandbox is None:
                 self.sandbox = self._start()
                 loaded = self._exchange(self.load_message, candidate, deadline)
-                if loaded.get("ready") is not None:  # the sample's process ended (os._exit in setup)
+                if loaded.get("ended") is not None:  # the sample's process ended (os._exit in setup)
                     return self._judge_failed(SandboxError("died", "the test code exited"))
                 if not loaded.get("ok"):
                     self.close()
@@ -154,7 +196,7 @@ class Judge:
             return Verdict(False, exc.reason, exc.message)
         except SandboxError as exc:
             return self._judge_failed(exc)
-        if reply.get("ready") is not None:  # the test code ended its own process
+        if reply.get("ended") is not None:  # the test code ended its own process
             return self._judge_failed(SandboxError("died", "the test code exited"))
         if reply.get("done") is not True:
             self.close(healthy=False)
