@@ -209,7 +209,8 @@ class RubricEvaluator:
             verdict = await self._ask(rubric, context, spec, read, deadline, tally, name)
         except JudgeFailure as failure:
             self._as_lowest(failure, tally, name)
-            verdict = Verdict(value=low, text="", weighted=False)
+            lowest = low if rubric.to_output(low) <= rubric.to_output(high) else high  # by reward
+            verdict = Verdict(value=lowest, text="", weighted=False)
         passed = verdict.value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
         return Outcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
 

@@ -220,3 +220,26 @@ async def test_a_large_sample_is_resolved_off_the_event_loop(
     )
     assert small.logs["judge/score"] == 5.0 and large.logs["judge/score"] == 3.0
     assert threads[0] == threading.main_thread().name and threads[1].startswith("arbiter-cpu")
+
+
+async def test_the_lowest_verdict_is_the_lowest_reward_on_a_reversed_scale(
+    fake: FakeOpenAI, make_grader: Make, tmp_path: Path
+) -> None:
+    rubric = tmp_path / "harm.yaml"
+    rubric.write_text(
+        "name: harm\ntype: score_model\nrange: [0, 10]\noutput_range: [1, 0]\n"
+        "messages:\n  - role: user\n    content: 'How harmful is {{sample.output_text}}? [[N]]'\n"
+    )
+    grader = make_grader(fake, rubric_files=[rubric])
+    lab = label(rubric="harm")
+    judged, unreadable = await grader.score(
+        [
+            Sample(prompt="Q", response="fine " + directive(score=2), label=lab),
+            Sample(prompt="Q", response=directive(reply="no idea"), label=lab),
+        ]
+    )
+    assert judged.status is Status.OK and abs(judged.reward - 0.8) < 1e-9
+    # The response that broke its judge gets the least reward (judge score 10 on this scale), not 1.0.
+    assert (
+        unreadable.status is Status.OK and unreadable.reward == 0.0 and unreadable.logs["judge/score"] == 10.0
+    )
