@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -93,7 +94,8 @@ class PairwiseReport:
         rows = sorted(self.subsets.items()) if len(self.subsets) > 1 else []
         for name, s in [*rows, ("overall", self.overall)]:
             margin = s.margin_sum / s.pairs if s.pairs else 0.0
-            table.add_row(name, str(s.pairs), f"{s.accuracy:.4f}", str(s.ties), f"{margin:+.4f}")
+            # Subset names come from data: text, never rich markup (a "[/bold]" subset crashed it).
+            table.add_row(escape(name), str(s.pairs), f"{s.accuracy:.4f}", str(s.ties), f"{margin:+.4f}")
         console.print(table)
         if self.invalid_rows or self.failed_pairs:
             console.print(
@@ -101,7 +103,7 @@ class PairwiseReport:
                 "are not in the accuracy[/yellow]"
             )
             for problem in self.problems[:5]:
-                console.print(f"  {problem}")
+                console.print(escape(f"  {problem}"))
 
 
 @dataclass(frozen=True)

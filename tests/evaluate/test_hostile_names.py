@@ -81,3 +81,17 @@ def test_summary_table_from_a_real_run_prints_markup_as_text(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "o.summary.json").read_text())
     assert set(summary["by_datasource"]) == set(PAYLOADS)
+
+
+def test_rm_eval_report_prints_subset_names_as_text() -> None:
+    from services.reward_rm.rm_eval import PairwiseReport
+
+    report = PairwiseReport()
+    for subset in PAYLOADS:
+        report.add(subset, 1.0, 0.0)
+    report.invalid_rows = 1
+    report.note("line 3: [/bold] is not JSON")
+    console = Console(record=True, width=200)
+    report.print(console)
+    text = console.export_text()
+    assert "[/bold]" in text and "[red]x[/]" in text
