@@ -8,7 +8,8 @@ grader then cannot open its pipes either). This protocol adds, per connection:
 
 - headers: refused with 431 once more than `max_header_bytes` arrived without completing them;
 - headers: the connection is closed (408) when they are not complete `header_timeout_s` after
-  the connection opened, or after the first byte of the next request on a kept-alive one;
+  the request's first byte; a new connection that sends no byte at all goes after `idle_timeout_s`
+  (a client in a burst of thousands may connect well before its loop gets to write);
 - body: the connection is closed when the body is not complete `body_timeout_s` after the
   headers (the app then sees the client disconnect);
 - connections: beyond `max_connections` open at once a new one is closed at once, so the
@@ -34,6 +35,7 @@ FD_RESERVE = 512
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
     max_header_bytes: int = 64 * 1024
+    idle_timeout_s: float = 60.0
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
     max_connections: int = 0  # 0: the soft RLIMIT_NOFILE less FD_RESERVE
@@ -60,7 +62,7 @@ class _GuardedProtocol(HttpToolsProtocol):
     cap: ClassVar[int]
 
     _timer: asyncio.TimerHandle | None = None
-    _reading_headers = True
+    _state = "idle"  # idle (no byte of a request yet) -> headers -> body -> app -> idle
     _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -69,39 +71,37 @@ class _GuardedProtocol(HttpToolsProtocol):
             self.transport.write(_status(503, "Too many connections"))
             self.transport.close()
             return
-        self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
+        # A client in a burst may connect long before it writes (its own loop is busy): the header
+        # clock starts at its first byte; a connection that never sends one goes after idle_timeout_s.
+        self._arm(self.limits.idle_timeout_s, 408, "No request")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._timer is None and self._reading_headers:
-            # The first bytes of a request on a kept-alive connection: its headers' clock starts.
+        if self._state == "idle":
+            self._state = "headers"
+            self._header_bytes = 0
             self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
         super().data_received(data)
-        if self._reading_headers and not self.transport.is_closing():
+        if self._state == "headers" and not self.transport.is_closing():
             self._header_bytes += len(data)
             if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse(431, "Request Header Fields Too Large")
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._reading_headers = True
-        self._header_bytes = 0
-
     def on_headers_complete(self) -> None:
-        self._reading_headers = False
+        self._state = "body"
         self._arm(self.limits.body_timeout_s, 408, "Request body timeout")
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
+        self._state = "app"
         self._disarm()
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        self._reading_headers = True
-        self._header_bytes = 0
+        self._state = "idle"  # uvicorn's keep-alive timer now bounds the wait for the next request
         super().on_response_complete()
 
     def _arm(self, delay: float, code: int, reason: str) -> None:
@@ -117,8 +117,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._disarm()
         if self.transport.is_closing():
             return
-        if self.cycle is None or self.cycle.response_complete or self._reading_headers:
-            self.transport.write(_status(code, reason))  # no response started: say why
+        if self._state in ("idle", "headers"):
+            self.transport.write(_status(code, reason))  # no request in the app: say why
         self.transport.close()
 
 

@@ -148,6 +148,7 @@ class GraderServer:
         await self.engine.start()
         limits = HttpLimits(
             max_header_bytes=self.settings.max_header_bytes,
+            idle_timeout_s=self.settings.idle_timeout_s,
             header_timeout_s=self.settings.header_timeout_s,
             body_timeout_s=self.settings.body_timeout_s,
             max_connections=self.settings.max_connections,

@@ -78,7 +78,10 @@ class ServerSettings(BaseModel):
     max_header_bytes: int = Field(
         default=64 * 1024, ge=1024, description="request line + headers; 431 beyond"
     )
-    header_timeout_s: float = Field(default=10.0, gt=0, description="to receive a request's headers")
+    idle_timeout_s: float = Field(default=60.0, gt=0, description="a new connection that sends nothing")
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="a request's headers, from its first byte"
+    )
     body_timeout_s: float = Field(default=60.0, gt=0, description="to receive a body once its headers are in")
     keep_alive_s: float = Field(
         default=5.0, gt=0, description="an idle kept-alive connection is closed after"

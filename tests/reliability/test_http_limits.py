@@ -57,7 +57,7 @@ async def test_a_huge_header_is_refused_before_it_is_read() -> None:
 
 
 async def test_unfinished_headers_and_bodies_are_dropped_and_health_still_answers() -> None:
-    async with served(header_timeout_s=0.5, body_timeout_s=0.5) as server:
+    async with served(idle_timeout_s=0.5, header_timeout_s=0.5, body_timeout_s=0.5) as server:
         port = server.http_port
         trickle_reader, trickle = await asyncio.open_connection("127.0.0.1", port)
         trickle.write(b"POST /get_reward HTTP/1.1\r\nhost: x\r\n")  # never finishes its headers
@@ -89,3 +89,14 @@ async def test_connections_beyond_the_cap_are_closed_at_once() -> None:
         writer.close()
         for _, held_writer in held:
             held_writer.close()
+
+
+async def test_a_client_that_connects_early_and_writes_late_is_served() -> None:
+    """In a burst of thousands a client's loop connects long before it writes: the header clock
+    starts at the first byte, not at the connection."""
+    async with served(idle_timeout_s=5, header_timeout_s=0.3) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
+        await asyncio.sleep(0.6)  # longer than the header timeout, well inside the idle one
+        writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        assert (await _closed_within(reader, 5)).startswith(b"HTTP/1.1 200")
+        writer.close()
