@@ -101,7 +101,7 @@ def marked(text: str, nonce: str) -> tuple[str, int]:
     ParseError when the judge wrote no such mark: then nothing in the reply is known to be its
     own verdict (a response cannot write the mark: the code did not exist when it was written).
     """
-    mark = re.compile(re.escape(VERDICT_MARK + nonce), re.IGNORECASE)
+    mark = re.compile(re.escape(VERDICT_MARK + nonce) + r"(?!\w)", re.IGNORECASE)
     last = None
     for last in mark.finditer(text):  # noqa: B007 - the last one is wanted
         pass
