@@ -35,7 +35,7 @@ _NEGATED_BEFORE = re.compile(
     re.I,
 )
 _NEGATED_AFTER = re.compile(
-    r"^\)?\s*(?:(?:,|and|or|&|et|y|和|、)\s*\(?[A-J]\)?\s*)*(?:is|are|was|were)?\s*(?:both\s+|all\s+|also\s+)?"
+    r"^\)?\s*(?:(?:,\s*(?:and|or)?|and|or|&|et|y|和|、)\s*\(?[A-J]\)?\s*)*(?:is|are|was|were)?\s*(?:both\s+|all\s+|also\s+)?"
     r"(?:wrong|incorrect|false|invalid|impossible|eliminated|ruled\s+out|not\b|fails?\b|violates?|contradicts?"
     r"|faux|fausses?|incorrecte?s?|falsch|错|不对|不正确)",
     re.I,

@@ -37,6 +37,8 @@ _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
 _LEADING_ARROW = re.compile(
     r"^(?:[∴⇒→⟹]|=>|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
 )
+# "3 (three)", "12 (in total)": words in parentheses after an answer are an aside.
+_TRAILING_ASIDE = re.compile(r"^(.*?\S)\s+\((?:[a-zA-Z]{3,}\s*){1,4}\)$")
 # Set-builder notation: `\\{x \\mid 1 \\le x < 4\\}` is the condition `1 \\le x < 4`.
 _SET_BUILDER = re.compile(
     r"^\\\{\s*[a-zA-Z](?:\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?)?\s*(?:\\mid|\\vert|\||:)\s*(?P<cond>.+?)\s*\\\}$"
@@ -345,6 +347,7 @@ def clean_answer(text: str) -> str:
     text = _strip_units(text)
     text = _AND_OR.sub(",", text)
     text = _unwrap_text_commands(text)
+    text = _LEADING_WORDS.sub("", _TRAILING_ASIDE.sub(r"\1", text.strip()))
     text = _SIZING.sub("", text)
     text = _SPACING.sub(" ", text)
     text = _FRAC_SHORT.sub(r"\\frac{\1}{\2}", text)
