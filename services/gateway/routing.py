@@ -14,26 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.contract import Sample
+from services.common.labels import LabelKind, label_kind
 from services.common.saferegex import BoundedPattern
-from services.gateway.settings import ComponentSpec, LabelKind, RecipeSpec, RouteSpec
-
-# Keys of a JSON label that carry a reference answer (the math grader reads the same ones).
-REFERENCE_KEYS = ("answer", "reference", "solution")
+from services.gateway.settings import ComponentSpec, RecipeSpec, RouteSpec
 
 
 class RouteError(ValueError):
     """The sample names no known recipe or grader and no route matches it."""
-
-
-def label_kind(sample: Sample) -> LabelKind:
-    """`reference` when the label carries a reference answer (plain text, or JSON with an answer)."""
-    text = sample.label.strip()
-    if not text:
-        return "empty"
-    label = sample.label_json()
-    if label is None or any(label.get(key) not in (None, "") for key in REFERENCE_KEYS):
-        return "reference"
-    return "empty"  # a JSON object with nothing to compare against
 
 
 @dataclass(frozen=True)

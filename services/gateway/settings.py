@@ -32,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.common.formula import Formula
+from services.common.labels import LabelKind
 from services.common.saferegex import check_pattern
 from services.common.settings import ServerSettings
 from services.common.tls import ClientTLS
@@ -78,10 +79,6 @@ class RecipeSpec(_Config):
         if self.clip is not None and self.clip[0] > self.clip[1]:
             raise ValueError(f"clip {list(self.clip)} has low > high")
         return self
-
-
-# What a route's `label` condition asks of the sample's label (see routing.label_kind).
-LabelKind = Literal["reference", "empty"]
 
 
 class RouteSpec(_Config):

@@ -1,8 +1,10 @@
 """The reward_rules service's grader: routes each sample to a rule grader.
 
 The sample's `metadata["grader"]` wins (the gateway sets it to send one labelled sample to
-several graders); else a JSON label names its grader (`{"grader": "math", ...}`); else the
-configured default. Sub-graders run concurrently on their share of the batch.
+several graders); else a JSON label names its grader (`{"grader": "math", ...}`); else a label
+that carries a reference answer goes to `reference_grader` (math: a plain "42" is graded for
+correctness, never paid for its format alone); else the configured default. Sub-graders run
+concurrently on their share of the batch.
 """
 
 from __future__ import annotations
@@ -12,21 +14,24 @@ from collections.abc import Mapping, Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import Grader, GraderBase, config_hash
+from services.common.labels import label_kind
 
 VERSION = "0.1.0"
 
 
 class RulesGrader(GraderBase):
-    def __init__(self, graders: Mapping[str, Grader], default: str) -> None:
-        if default not in graders:
-            raise ValueError(f"default grader {default!r} is not one of {sorted(graders)}")
+    def __init__(self, graders: Mapping[str, Grader], default: str, reference: str = "") -> None:
+        for role, name in (("default", default), ("reference", reference or default)):
+            if name not in graders:
+                raise ValueError(f"{role} grader {name!r} is not one of {sorted(graders)}")
         self.graders = dict(graders)
         self.default = default
+        self.reference = reference or default
         identity = {name: [g.info.version, g.info.config_hash] for name, g in sorted(self.graders.items())}
         self._info = GraderInfo(
             name="reward_rules",
             version=VERSION,
-            config_hash=config_hash({"graders": identity, "default": default}),
+            config_hash=config_hash({"graders": identity, "default": default, "reference": self.reference}),
             capabilities=sorted(self.graders),
         )
         self._log_keys = tuple(dict.fromkeys(k for g in self.graders.values() for k in g.log_keys))
@@ -37,7 +42,9 @@ class RulesGrader(GraderBase):
             return chosen
         label = sample.label_json()
         name = label.get("grader") if label else None
-        return name if isinstance(name, str) else self.default
+        if isinstance(name, str):
+            return name
+        return self.reference if label_kind(sample) == "reference" else self.default
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         groups: dict[str, list[int]] = {}

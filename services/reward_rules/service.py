@@ -35,4 +35,4 @@ def build_grader(settings: RulesServiceSettings) -> RulesGrader:
         except GraderUnavailableError as exc:
             log.error("reward_rules: the %s grader is unavailable: %s", name, exc)
             graders[name] = UnavailableGrader(name, str(exc))
-    return RulesGrader(graders, settings.default_grader)
+    return RulesGrader(graders, settings.default_grader, settings.reference_grader)
