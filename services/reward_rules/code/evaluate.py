@@ -5,7 +5,8 @@ lines and HumanEval `check` functions are code from the request, so they run in 
 sandbox (judge.py) whose calls reach the program through this process as plain values: an
 object with an always-true `__eq__`, an int subclass, a patched `builtins.abs`, `exit(0)` or a
 peek at the caller's frame has nothing to work on, and the label's code never runs here.
-Helpers the tests call come from the label (`tests.helpers`), never from the program.
+Helpers the tests call come from the label (`tests.helpers`) or, when it has none, from the
+sample's prompt (the dataset's text: prompt_helpers.py), never from the program.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from services.reward_rules.code.compare import check_output, describe_value, values_match
 from services.reward_rules.code.harness import CandidateError
 from services.reward_rules.code.judge import Judge, JudgePool
-from services.reward_rules.code.labelcode import TestNames, test_names
+from services.reward_rules.code.labelcode import TestNames, test_names, undefined_names
 from services.reward_rules.code.native import COMPILE, CompileCache, prepare_binary
+from services.reward_rules.code.prompt_helpers import helpers_from_prompt
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -132,14 +134,30 @@ def _judge_load(tests: AssertTests | CheckTests, names: TestNames) -> dict[str, 
     }
 
 
+def _shared(tests: AssertTests | CheckTests) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    if isinstance(tests, CheckTests):
+        return (("helpers", tests.helpers), ("test", tests.test)), ()
+    return (("helpers", tests.helpers), ("setup", tests.setup)), tuple(tests.asserts)
+
+
+def with_prompt_helpers(tests: AssertTests | CheckTests, prompt: str) -> AssertTests | CheckTests | None:
+    """The label's tests with the helpers they call taken from the sample's prompt (the dataset's
+    text), when the label names its functions under test and carries no helpers; else None."""
+    explicit = tuple(name for name in (tests.entry_point, *tests.entry_points) if name)
+    if tests.helpers or not explicit or not prompt:
+        return None
+    shared, lines = _shared(tests)
+    needed = undefined_names(shared, lines, explicit)
+    if not needed:
+        return None
+    helpers = helpers_from_prompt(prompt, needed, frozenset(explicit))
+    return tests.model_copy(update={"helpers": helpers}) if helpers else None
+
+
 def label_names(tests: AssertTests | CheckTests) -> TestNames:
     """The program functions and stdlib modules the label's test code uses (LabelCodeError if unclear)."""
-    explicit = (tests.entry_point, *tests.entry_points)
-    if isinstance(tests, CheckTests):
-        shared = (("helpers", tests.helpers), ("test", tests.test))
-        return test_names(shared, (), explicit)
-    shared = (("helpers", tests.helpers), ("setup", tests.setup))
-    return test_names(shared, tuple(tests.asserts), explicit)
+    shared, lines = _shared(tests)
+    return test_names(shared, lines, (tests.entry_point, *tests.entry_points))
 
 
 def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTests, budget: Budget) -> Report:

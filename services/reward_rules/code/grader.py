@@ -28,6 +28,7 @@ from services.reward_rules.code.evaluate import (
     checker_names,
     label_names,
     run_tests,
+    with_prompt_helpers,
 )
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
@@ -196,7 +197,14 @@ class CodeGrader(GraderBase):
         total = label.test_count()
         try:
             if isinstance(label.tests, AssertTests | CheckTests):
-                label_names(label.tests)
+                try:
+                    label_names(label.tests)
+                except LabelCodeError:
+                    completed = with_prompt_helpers(label.tests, sample.prompt)
+                    if completed is None:
+                        raise
+                    label = label.model_copy(update={"tests": completed})
+                    label_names(completed)
             elif isinstance(label.tests, StdioTests) and label.tests.checker == "custom":
                 checker_names(label.tests)
         except LabelCodeError as exc:

@@ -6,7 +6,8 @@ candidate's program, and a helper the candidate supplies is a helper the candida
 a `poly` that returns 0 or an identity `encode_cyclic` wins HumanEval/32 and /38. So only the
 functions under test (`entry_point`, `entry_points`) come from the program; stdlib modules a
 test names without importing are imported for it; any other free name is a label error that
-says to put the dataset's prompt code in `tests.helpers`. Found statically with `symtable`
+says to put the dataset's prompt code in `tests.helpers` (or to send the dataset's prompt as the
+sample's prompt: prompt_helpers.py takes them from there). Found statically with `symtable`
 (the code is compiled, never run, in this process).
 """
 
@@ -60,15 +61,7 @@ def _names(source: str, filename: str) -> tuple[set[str], set[str]]:
     return free, defined
 
 
-@functools.lru_cache(maxsize=1024)
-def test_names(
-    shared: tuple[tuple[str, str], ...], lines: tuple[str, ...], explicit: tuple[str, ...]
-) -> TestNames:
-    """Names for code `shared` (helpers, setup, test: one namespace) and per-test `lines`.
-
-    `explicit` are the program functions the label names; with none (an MBPP assert list
-    without an entry point) the one undefined name the asserts call is taken as the function.
-    """
+def _unknown(shared: tuple[tuple[str, str], ...], lines: tuple[str, ...]) -> set[str]:
     free: set[str] = set()
     defined: set[str] = set()
     for filename, source in shared:
@@ -79,11 +72,31 @@ def test_names(
     for line in lines:
         more_free, more_defined = _names(line, "assert line")
         free |= more_free - more_defined
-    unknown = {
+    return {
         name
         for name in free - defined
         if not (name.startswith("__") and name.endswith("__")) and name not in builtins.__dict__
     }
+
+
+def undefined_names(
+    shared: tuple[tuple[str, str], ...], lines: tuple[str, ...], explicit: tuple[str, ...]
+) -> frozenset[str]:
+    """Names the test code uses that neither it, the builtins, the stdlib nor `explicit` supply."""
+    unknown = _unknown(shared, lines) - set(explicit)
+    return frozenset(name for name in unknown if name not in sys.stdlib_module_names)
+
+
+@functools.lru_cache(maxsize=1024)
+def test_names(
+    shared: tuple[tuple[str, str], ...], lines: tuple[str, ...], explicit: tuple[str, ...]
+) -> TestNames:
+    """Names for code `shared` (helpers, setup, test: one namespace) and per-test `lines`.
+
+    `explicit` are the program functions the label names; with none (an MBPP assert list
+    without an entry point) the one undefined name the asserts call is taken as the function.
+    """
+    unknown = _unknown(shared, lines)
     wanted = [name for name in explicit if name]
     modules = sorted(name for name in unknown - set(wanted) if name in sys.stdlib_module_names)
     rest = sorted(unknown - set(wanted) - set(modules))
