@@ -56,3 +56,11 @@ def test_env_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = ArbiterSettings()
     assert settings.reward_rules.batch.max_batch_size == 7
     assert settings.cache.backend == "none"
+
+
+def test_the_trainers_gateway_address_is_not_a_settings_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The trainer adapters read ARBITER_GATEWAY=host:port; the same shell may start `arbiter serve`.
+    monkeypatch.setenv("ARBITER_GATEWAY", "127.0.0.1:9100")
+    monkeypatch.setenv("ARBITER_GATEWAY__HTTP_PORT", "8111")
+    settings = load()
+    assert settings.gateway.http_port == 8111

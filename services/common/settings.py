@@ -13,8 +13,10 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -116,6 +118,20 @@ class LogSettings(BaseModel):
     json_format: bool = Field(default=False, description="one JSON object per line")
 
 
+class _SectionEnvSource(EnvSettingsSource):
+    """Env vars, where a section comes only from ARBITER_<SECTION>__<FIELD>.
+
+    A bare ARBITER_<SECTION> is not read as the section's JSON: ARBITER_GATEWAY is the trainer
+    adapters' gateway address (host:port), often exported in the same shell as `arbiter serve`.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        value, key, value_is_complex = super().get_field_value(field, field_name)
+        if self._field_is_complex(field)[0]:
+            return None, key, value_is_complex
+        return value, key, value_is_complex
+
+
 class KitSettings(BaseSettings):
     """The settings every deployment has; services/settings.py adds one section per service."""
 
@@ -135,7 +151,7 @@ class KitSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Precedence: explicit arguments, then env vars, then the YAML file, then defaults.
-        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls)
+        return init_settings, _SectionEnvSource(settings_cls), YamlConfigSettingsSource(settings_cls)
 
 
 S = TypeVar("S", bound=KitSettings)
