@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.common.cache import make_cache
 from services.common.engine import ScoringEngine
@@ -32,6 +32,8 @@ class ServiceSpec:
     uses_peers: bool = False  # composes other services (the gateway): started after them
     # Why `arbiter serve` (all services) leaves it out on these settings; "" when it can run.
     not_ready: Callable[[ArbiterSettings], str] = lambda _: ""
+    # HTTP routes of its own beside the kit's, given its built grader (APIRouters)
+    routers: Callable[[Grader], list[Any]] = lambda _: []
 
 
 def _reward_rules() -> ServiceSpec:
@@ -44,7 +46,14 @@ def _reward_rules() -> ServiceSpec:
         server_settings=lambda s: s.reward_rules,
         build=lambda s: rules.build_grader(s.reward_rules),
         build_one=lambda s, name: rules.build_one(s.reward_rules, name),
+        routers=lambda grader: [_fusion_router(grader)],
     )
+
+
+def _fusion_router(grader: Grader) -> Any:
+    from services.reward_rules.code.fusion_api import fusion_router  # SandboxFusion's /run_code
+
+    return fusion_router(grader)
 
 
 def _judge_proxy() -> ServiceSpec:
@@ -171,7 +180,10 @@ def make_server(name: str, settings: ArbiterSettings, peers: Peers | None = None
             observers=[stats.observe],
             routers=[stats.router()],
         )
-    return GraderServer(name, spec.build(settings), server, settings.cache, settings.emergence)
+    grader = spec.build(settings)
+    return GraderServer(
+        name, grader, server, settings.cache, settings.emergence, routers=spec.routers(grader)
+    )
 
 
 def start_order(names: list[str]) -> list[str]:

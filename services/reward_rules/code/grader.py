@@ -13,8 +13,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -51,6 +52,7 @@ from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeL
 
 VERSION = "2.0.0"  # 2: label code in a judge sandbox, helpers from the label, exact numbers
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOG_KEYS = (
     "code/passed",
@@ -155,6 +157,29 @@ class CodeGrader(GraderBase):
         loop = asyncio.get_running_loop()
         futures = [loop.run_in_executor(self._executor, self.grade, sample) for sample in samples]
         return list(await asyncio.gather(*futures))
+
+    # ------------------------------------------------------------------ raw runs (fusion_api)
+
+    @property
+    def compile_cache(self) -> CompileCache:
+        return self._compile_cache
+
+    def sandbox_source(self) -> SandboxSource:
+        """Where candidate programs run (the pool; started if need be)."""
+        if self._source is None:
+            self._ensure_started()
+        assert self._source is not None
+        return self._source
+
+    def has_local_sandboxes(self) -> bool:
+        return self.config.backend == "local"
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the grader's worker threads (what bounds its concurrent runs)."""
+        if self._executor is None:
+            await asyncio.to_thread(self._ensure_started)
+        assert self._executor is not None
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def aclose(self) -> None:
         executor, source, judges = self._executor, self._source, self._judges
