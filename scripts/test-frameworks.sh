@@ -24,5 +24,5 @@ start=$SECONDS
 .venv-trl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_trl.py "$@"
 echo "TRL tier: $((SECONDS - start)) s"
 start=$SECONDS
-.venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py "$@"
+.venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py tests/trainer/frameworks/test_verl_sandbox.py "$@"
 echo "veRL tier: $((SECONDS - start)) s"
