@@ -303,3 +303,30 @@ def test_reward_model_without_a_checkpoint_fails_at_once_and_creates_nothing(tmp
     finally:
         run([*compose_command(project), "down", "-v", "--remove-orphans"], env, check=False)
     assert leftovers(project) == []
+
+
+def test_the_default_stack_needs_no_profile_key_or_checkpoint(tmp_path: Path) -> None:
+    """No profile: redis, reward_rules and the gateway only; no judge key, no checkpoint, and the
+    gateway does not wait for the services that are off."""
+    port = free_port()
+    project = f"{PROJECT}-default"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("RM_CHECKPOINT_DIR", "OPENAI_API_KEY")},
+        "GATEWAY_HTTP_PORT": str(port),
+        "GATEWAY_GRPC_PORT": str(free_port()),
+        "REWARD_RULES_REPLICAS": "1",
+    }
+    base = ["docker", "compose"] if shutil.which("docker-compose") is None else ["docker-compose"]
+    command = [*base, "-p", project, "-f", str(ROOT / "deploy/docker-compose.yml")]
+    try:
+        run([*command, "up", "-d", "--no-build", "--wait", "--wait-timeout", "300"], env)
+        running = sorted(run([*command, "ps", "--services"], env).stdout.split())
+        assert running == ["gateway", "redis", "reward_rules"], running
+        prompt = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+        reply = asyncio.run(
+            post_one(f"http://127.0.0.1:{port}/get_reward", openrlhf_body(prompt, "\\boxed{4}", "4"))
+        )
+        assert reply.ok and reply.data is not None and reply.data["scores"] == [1.0], reply
+    finally:
+        run([*command, "down", "-v", "--remove-orphans"], env, check=False)
+    assert leftovers(project) == []
