@@ -1,0 +1,160 @@
+"""SandboxFusion-compatible `/run_code` as veRL calls it: veRL's own client, 128 concurrent calls,
+against the same programs run bare (a subprocess each, no sandbox), same machine, same run.
+
+    .venv-verl/bin/python bench/bench_sandbox_api.py [--calls 512] [--concurrency 128]
+
+Starts `python -m services.reward_rules` on loopback (its default code grader: bwrap, seccomp,
+cgroups, workers = CPU count + 2), then runs `--calls` stdio programs through veRL's
+`call_sandbox_api` (a thread each, `--concurrency` at once, as veRL's reward path does with its
+semaphore of 64 to 128), half Python and half C++ (C++ programs compiled once each by a warm-up
+call: the compile cache), and the same programs bare with the same concurrency (Python: the
+same interpreter; C++: the same g++ flags, compiled once before timing). Prints calls/s of each and
+the ratio. With .venv's python (no veRL) it posts the same body with `requests` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers import ServiceProcess, free_port  # noqa: E402
+
+PY = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a * {k} + b)\n"
+CPP = (
+    '#include <cstdio>\nint main(){{long a,b;if(scanf("%ld %ld",&a,&b)!=2)return 1;'
+    'printf("%ld\\n",a*{k}+b);}}\n'
+)
+VARIANTS = 8  # distinct programs per language (a GRPO group repeats programs)
+
+
+def verl_client() -> tuple[Callable[..., tuple[Any, Any]], str]:
+    try:
+        from verl.utils.reward_score.sandbox_fusion.utils import call_sandbox_api
+    except ImportError:
+
+        def call_sandbox_api(
+            url: str,
+            code: str,
+            stdin: str,
+            compile_timeout: int,
+            run_timeout: int,
+            memory_mb: int,
+            language: str,
+        ) -> tuple[Any, Any]:
+            body = {
+                "compile_timeout": compile_timeout,
+                "run_timeout": run_timeout,
+                "code": code,
+                "stdin": stdin,
+                "memory_limit_MB": memory_mb,
+                "language": language,
+                "files": {},
+                "fetch_files": [],
+            }
+            response = requests.post(url, json=body, timeout=compile_timeout + run_timeout + 10)
+            response.raise_for_status()
+            return response.json(), None
+
+        return call_sandbox_api, "requests (no veRL here)"
+    return call_sandbox_api, "veRL 0.9.1 call_sandbox_api"
+
+
+def workload(calls: int) -> list[tuple[str, str, str, str]]:
+    """(language, code, stdin, expected stdout)."""
+    work = []
+    for i in range(calls):
+        k = i % VARIANTS
+        language = "python" if i % 2 == 0 else "cpp"
+        code = (PY if language == "python" else CPP).format(k=k)
+        work.append((language, code, f"{i} 7\n", f"{i * k + 7}\n"))
+    return work
+
+
+def run_served(url: str, work: list[tuple[str, str, str, str]], concurrency: int) -> tuple[float, int]:
+    call, _ = verl_client()
+
+    def one(item: tuple[str, str, str, str]) -> bool:
+        language, code, stdin, expected = item
+        response, error = call(url, code, stdin, 10, 10, 512, language)
+        return (
+            error is None and response["status"] == "Success" and response["run_result"]["stdout"] == expected
+        )
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        ok = sum(pool.map(one, work))
+    return time.perf_counter() - started, ok
+
+
+def run_bare(work: list[tuple[str, str, str, str]], concurrency: int, directory: str) -> tuple[float, int]:
+    binaries: dict[str, str] = {}
+    for language, code, _, _ in work:
+        if language == "cpp" and code not in binaries:
+            source = Path(directory, f"p{len(binaries)}.cpp")
+            source.write_text(code)
+            binary = str(source.with_suffix(""))
+            subprocess.run(["g++", "-std=c++17", "-O2", "-o", binary, str(source)], check=True)
+            binaries[code] = binary
+
+    def one(item: tuple[str, str, str, str]) -> bool:
+        language, code, stdin, expected = item
+        argv = ["/usr/bin/python3", "-c", code] if language == "python" else [binaries[code]]
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=10)
+        return done.returncode == 0 and done.stdout == expected
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        ok = sum(pool.map(one, work))
+    return time.perf_counter() - started, ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=512)
+    parser.add_argument("--concurrency", type=int, default=128)
+    args = parser.parse_args()
+    http = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
+    env.update(
+        {
+            "ARBITER_REWARD_RULES__HOST": "127.0.0.1",
+            "ARBITER_REWARD_RULES__HTTP_PORT": str(http),
+            "ARBITER_REWARD_RULES__GRPC_PORT": "-1",
+            "ARBITER_LOG__LEVEL": "WARNING",
+        }
+    )
+    base = f"http://127.0.0.1:{http}"
+    _, client = verl_client()
+    work = workload(args.calls)
+    with (
+        ServiceProcess(
+            [sys.executable, "-m", "services.reward_rules"], f"{base}/readyz", env=env, start_timeout_s=120
+        ),
+        tempfile.TemporaryDirectory() as directory,
+    ):
+        url = f"{base}/run_code"
+        run_served(url, workload(2 * VARIANTS), 2 * VARIANTS)  # warm-up: every C++ program compiled once
+        served_s, served_ok = run_served(url, work, args.concurrency)
+        bare_s, bare_ok = run_bare(work, args.concurrency, directory)
+    n, cpus = args.calls, os.cpu_count()
+    print(f"client: {client}; {n} calls (half Python, half C++), {args.concurrency} at once, {cpus} CPUs")
+    print(f"served /run_code: {served_s:6.2f} s  {n / served_s:7.1f} calls/s  correct {served_ok}/{n}")
+    print(f"bare subprocess:  {bare_s:6.2f} s  {n / bare_s:7.1f} calls/s  correct {bare_ok}/{n}")
+    print(f"ratio served/bare: {bare_s / served_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
