@@ -80,15 +80,17 @@ class _GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._state == "idle":
-            self._state = "headers"
-            self._header_bytes = 0
-            self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
-        super().data_received(data)
+        super().data_received(data)  # the parser calls on_message_begin at a request's first byte
         if self._state == "headers" and not self.transport.is_closing():
             self._header_bytes += len(data)
             if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse(431, "Request Header Fields Too Large")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._state = "headers"
+        self._header_bytes = 0
+        self._arm(self.limits.header_timeout_s, 408, "Request header timeout")
 
     def on_headers_complete(self) -> None:
         self._state = "body"
@@ -101,7 +103,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        self._state = "idle"  # uvicorn's keep-alive timer now bounds the wait for the next request
+        if self._state == "app":  # else answered before its body was in: the body clock still runs
+            self._state = "idle"  # uvicorn's keep-alive timer bounds the wait for the next request
         super().on_response_complete()
 
     def _arm(self, delay: float, code: int, reason: str) -> None:

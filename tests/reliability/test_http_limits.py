@@ -100,3 +100,26 @@ async def test_a_client_that_connects_early_and_writes_late_is_served() -> None:
         writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
         assert (await _closed_within(reader, 5)).startswith(b"HTTP/1.1 200")
         writer.close()
+
+
+async def test_the_rest_of_a_refused_body_is_not_read_as_the_next_requests_headers() -> None:
+    """A body over the limit is answered 413 at once; what the client then sends of it is body,
+    not the headers of a next request on the same connection (it used to count toward 431)."""
+    async with served(max_body_bytes=1024) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
+        size = 200_000
+        writer.write(f"POST /get_reward HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n".encode())
+        first = await asyncio.wait_for(reader.readuntil(b"}"), 5)  # the 413's JSON body ends in }
+        assert first.startswith(b"HTTP/1.1 413")
+        writer.write(b"x" * size)  # the client sends its body anyway, as simple clients do
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        body = b'{"query": ["a"], "prompts": [""]}'
+        writer.write(
+            b"POST /get_reward HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        rest = await _closed_within(reader, 5)
+        writer.close()
+        assert b"431" not in rest, rest[:200]
