@@ -467,7 +467,7 @@ add(
     [("0.333333", True), ("0.3333333333", True), ("0.33", False), ("0.3", False), ("0.334", False)],
 )
 add("tolerance", "\\pi", [("3.14159265", True), ("3.14", False), ("3", False)])
-add("tolerance", "0.33", [("0.33", True), ("0.330", True), ("0.3333", True), ("0.34", False)])
+add("tolerance", "0.33", [("0.33", True), ("0.330", True), ("0.3333", False), ("0.34", False)])
 add("tolerance", "1000000", [("1000000.5", False), ("999999", False), ("1000000.0", True)])
 add(
     "trap",

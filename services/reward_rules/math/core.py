@@ -16,10 +16,19 @@ from typing import Any
 
 from services.reward_rules.math.choice import choice_letter, choice_option, extract_choice
 from services.reward_rules.math.equivalence import Comparison, equivalent
-from services.reward_rules.math.extract import Extraction, all_boxed, extract_answer, extract_reference
-from services.reward_rules.math.nodes import Node, Num, Op, Seq
+from services.reward_rules.math.evaluate import free_symbols
+from services.reward_rules.math.extract import (
+    TAIL,
+    Extraction,
+    all_boxed,
+    extract_answer,
+    extract_reference,
+    visible_text,
+)
+from services.reward_rules.math.nodes import Node, Num, Op, Rel, Seq, Text
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
 from services.reward_rules.math.parse import ParseError, parse_answer
+from services.reward_rules.math.sentences import closing_words
 
 __all__ = ["GradeOptions", "Outcome", "grade"]
 
@@ -115,6 +124,19 @@ def _reference(label: str, default_rel_tol: float) -> _Reference:
     return _Reference(tuple(answers), choice, rel_tol)
 
 
+# `1011_2`, `2A_{16}`: digits with their base as a subscript.
+_BASED = re.compile(r"^([0-9A-Za-z]{1,64})_\{?(\d{1,2})\}?$")
+
+
+def _same_digits(gold: str, pred: str) -> bool:
+    """`1011_2` and `1011`: the same digits, the base written on one side only."""
+    for based, bare in ((gold, pred), (pred, gold)):
+        match = _BASED.match(based)
+        if match is not None and match.group(1) == bare and 2 <= int(match.group(2)) <= 36:
+            return all(int(c, 36) < int(match.group(2)) for c in bare)
+    return False
+
+
 @lru_cache(maxsize=16384)
 def _parsed(cleaned: str) -> Node | None:
     try:
@@ -130,6 +152,8 @@ def _compare(
     """(equal, how, pred parsed, sympy used) for two cleaned answers."""
     if canonical_key(gold) == canonical_key(pred):
         return True, "same text", True, False
+    if _same_digits(canonical_key(gold), canonical_key(pred)):
+        return True, "same digits, base written on one side", True, False
     gold_node, pred_node = _parsed(gold), _parsed(pred)
     if pred_node is None:
         if text_key(gold) and text_key(gold) == text_key(pred) and not re.search(r"\d", gold):
@@ -189,7 +213,7 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
             if _PART_LABELS.search(response[-4000:]):
                 return _grade_parts(reference, boxes, opts)
             extra.append(clean_answer(", ".join(boxes)))
-    return _grade_extraction(reference, extraction, opts, extra)
+    return _grade_extraction(reference, extraction, opts, extra, response)
 
 
 # "(a)", "part (b)", "Part 2", "b)": answers to the parts of one problem, in their order.
@@ -255,8 +279,37 @@ def _decimal_comma(pred: str, reference: _Reference, rule: str) -> str | None:
     return f"{match.group(1)}.{match.group(2)}"
 
 
+def _word_reference(reference: _Reference) -> bool:
+    """A reference that is words (`\\text{Monday}`, `odd`), not a value."""
+    return all(
+        not re.search(r"\d", gold) and isinstance(_parsed(gold), Text | None) for gold in reference.answers
+    )
+
+
+def _restatement(pred: str, reference: _Reference, opts: GradeOptions) -> str | None:
+    """`\\frac{1}{4}, or 25\\%` against one value: the first form, which the second restates.
+
+    Two forms of one value (a percent read as its value, a decimal) are one answer, not a
+    list; two different values (`1, 6`) stay a list.
+    """
+    if "," not in pred or _list_size(reference) > 1:
+        return None
+    items = _top_level_items(pred)
+    if len(items) != 2 or not all(items) or canonical_key(items[0]) == canonical_key(items[1]):
+        return None
+    nodes = [_parsed(item) for item in items]
+    if any(node is None or isinstance(node, Seq | Rel) or free_symbols(node) for node in nodes):
+        return None
+    same = _compare(items[0], items[1], reference.rel_tol, False, "value")[0]
+    return items[0] if same else None
+
+
 def _grade_extraction(
-    reference: _Reference, extraction: Extraction, opts: GradeOptions, extra: list[str] | None = None
+    reference: _Reference,
+    extraction: Extraction,
+    opts: GradeOptions,
+    extra: list[str] | None = None,
+    response: str = "",
 ) -> Outcome:
     pred = clean_answer(extraction.text)
     if not pred:
@@ -267,6 +320,13 @@ def _grade_extraction(
     candidates = [pred, *(extra or [])]
     if decimal is not None and decimal != pred:
         candidates.append(decimal)
+    restated = _restatement(pred, reference, opts)
+    if restated is not None:
+        candidates.append(restated)
+    if extraction.source.endswith(("last_number", "last_math")) and response and _word_reference(reference):
+        words = closing_words(visible_text(response)[-TAIL:])
+        if words is not None:
+            candidates.append(clean_answer(words))
     if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")) and _parsed(pred) is None:
         leading = _LEADING_NUMBER.match(pred)
         if leading:

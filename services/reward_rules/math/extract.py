@@ -19,6 +19,7 @@ from services.reward_rules.math.sentences import (
     WORD_RUN,
     last_match,
     last_value,
+    number_word,
     sentence_value,
     span_run,
     stated_word,
@@ -236,6 +237,10 @@ def extract_answer(response: str) -> Extraction | None:
     found = last_value(text[-TAIL:])
     if found is not None:
         return Extraction(found[0], source_prefix + found[1])
+    if not short or len(stated_word(stripped).split()) > 1:
+        counted = number_word(text[-TAIL:])
+        if counted is not None:
+            return Extraction(counted, source_prefix + "number_word")
     return Extraction(stated_word(stripped), source_prefix + "whole") if short else None
 
 

@@ -22,6 +22,8 @@ _SPACING = re.compile(
 _SIZING = re.compile(r"\\(?:left|right|middle|[bB]igg?[lrm]?)(?![a-zA-Z])\s*(\.)?")
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![a-zA-Z])")
+# `{10 \\choose 3}`: the TeX primitive spelling of `\\binom{10}{3}`.
+_CHOOSE = re.compile(r"\{([^{}]{1,40}?)\\choose(?![a-zA-Z])([^{}]{1,40})\}")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\\circ(?![a-zA-Z])")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |\s|\\!|\\;)(?=\d{3}(?!\d))")
 # `12,\!480`, `40,\! 320`, `1{,}000`: a comma with TeX spacing around it, between digit groups.
@@ -215,6 +217,10 @@ _MATH_WORDS = FUNCTION_NAMES | {"sqrt", "pi", "e", "i", "inf", "infty"}
 
 
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}")
+# `0.\\bar{3}`, `0.1\\dot{6}`, `0.\\overline 3`: other spellings of the repeated period.
+_BAR_PERIOD = re.compile(r"(?<=[\d.])\\(?:bar|dot|overline)\s*(?:\{(\d+)\}|(\d))")
+# `0.333\\ldots`, `0.1666...`, `0.142857142857\\cdots`: a period written out, then dots.
+_DOTTED = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\\[lc]?dots(?![a-zA-Z])|\.\.\.|…)")
 
 
 def _repeating(match: re.Match[str]) -> str:
@@ -223,6 +229,23 @@ def _repeating(match: re.Match[str]) -> str:
     numerator = int(whole + fixed + period) - int(whole + fixed)
     denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
     return f"\\frac{{{numerator}}}{{{denominator}}}"
+
+
+def _dotted(match: re.Match[str]) -> str:
+    """`0.1666...` -> `0.1\\overline{6}`: the shortest block that ends the digits twice.
+
+    Digits that do not end in a repeated block (`3.14...`) are left as written.
+    """
+    whole, digits = match.group(1), match.group(2)
+    for size in range(1, len(digits) // 2 + 1):
+        block = digits[-size:]
+        if digits[-2 * size : -size] != block:
+            continue
+        fixed = digits
+        while fixed.endswith(block):
+            fixed = fixed[:-size]
+        return f"{whole}.{fixed}\\overline{{{block}}}"
+    return match.group(0)
 
 
 def strip_math_delimiters(text: str) -> str:
@@ -341,7 +364,13 @@ def clean_answer(text: str) -> str:
     text = text.replace("{,}", ",")
     text = _FRAC_VARIANTS.sub(r"\\frac", text)
     text = _BINOM_VARIANTS.sub(r"\\binom", text)
+    if "\\choose" in text:
+        text = _CHOOSE.sub(lambda m: f"\\binom{{{m.group(1).strip()}}}{{{m.group(2).strip()}}}", text)
     text = _DEGREES.sub("", text)
+    if "\\bar" in text or "\\dot" in text or "\\overline" in text:
+        text = _BAR_PERIOD.sub(lambda m: f"\\overline{{{m.group(1) or m.group(2)}}}", text)
+    if "dots" in text or "..." in text or "…" in text:
+        text = _DOTTED.sub(_dotted, text)
     text = _REPEATING.sub(_repeating, text)
     text = _SPACING.sub(" ", text)
     text = _strip_units(text)
@@ -375,8 +404,20 @@ def clean_answer(text: str) -> str:
 
 
 def canonical_key(text: str) -> str:
-    """A whitespace-free key: two answers with the same key are the same answer."""
-    return re.sub(r"\s+", "", text)
+    """A whitespace-free key: two answers with the same key are the same answer.
+
+    Space between two digits stays (one space): `2 04` is not `204` (thousands groups
+    were joined before, in clean_answer).
+    """
+    if not _DIGIT_SPACE_DIGIT.search(text):
+        return re.sub(r"\s+", "", text)
+    return _WHITESPACE.sub(
+        lambda m: " " if _DIGIT_SPACE_DIGIT.fullmatch(text, m.start() - 1, m.end() + 1) else "", text
+    )
+
+
+_WHITESPACE = re.compile(r"\s+")
+_DIGIT_SPACE_DIGIT = re.compile(r"\d\s+\d")
 
 
 def text_key(text: str) -> str:

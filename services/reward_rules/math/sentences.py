@@ -19,8 +19,10 @@ __all__ = [
     "MATH_SPAN",
     "PROSE_WORD",
     "WORD_RUN",
+    "closing_words",
     "last_match",
     "last_value",
+    "number_word",
     "sentence_value",
     "span_run",
     "span_text",
@@ -55,6 +57,14 @@ _CIRCUMSTANCE = re.compile(
     r"|(?:用了|花了|经过|过了|用時|に)\s*$",
     re.I,
 )
+# "attained at $x = 1$", "when x = 2": a variable's value after these words is a condition
+# on the answer, not the answer ("The minimum is $2$, attained at $x = 1$." states 2).
+_CONDITION = re.compile(
+    r"(?:^|[\s,(])(?:at|when|where|if|for|whenever|with|iff|en|cuando|para|wenn|für|bei|当|时)\s*(?:\$\s*)?"
+    r"(?:[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*)?$",
+    re.I,
+)
+_ASSIGNED = re.compile(r"^\s*[a-zA-Z](?:_\{?\w+\}?)?\s*=(?!=)")
 # Two letters in a script without spaces ("共有", "学生") make a short text prose, not an answer.
 WORD_RUN = re.compile(r"[^\W\d_a-zA-Z]{2,}")
 # A remark about the work, not a result: "This took 4 steps to check.", "I verified 3 cases."
@@ -146,6 +156,22 @@ def _candidates(sentence: str) -> list[re.Match[str]]:
     return found
 
 
+def _is_condition(text: str, start: int, value: str) -> bool:
+    """Whether the value at `start` is a condition (`at $x = 1$`, `when x = 2`)."""
+    before = text[max(0, start - 24) : start]
+    if _ASSIGNED.match(value) is not None:
+        return _CONDITION.search(before) is not None
+    return re.search(r"[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*\$?\s*$", before) is not None and (
+        _CONDITION.search(before) is not None
+    )
+
+
+def _same_sentence(text: str, end: int) -> str:
+    """The text of the sentence that `end` is in, up to `end`."""
+    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(text, 0, end)]
+    return text[breaks[-1] if breaks else 0 : end]
+
+
 def _pick_number(sentence: str) -> str | None:
     """The answer-like value of one sentence: the last one not introduced by "in", "dans"..."""
     found = _candidates(sentence)
@@ -155,6 +181,7 @@ def _pick_number(sentence: str) -> str | None:
         m
         for k, m in enumerate(found)
         if _CIRCUMSTANCE.search(sentence[max(0, m.start() - 24) : m.start()]) is None
+        and not (k and _is_condition(sentence, m.start(), m.group(0).strip("$")))
         # "1/6 ≈ 0.167": the rounded value restates the one before it.
         and not (k and _APPROX_BEFORE.search(sentence[max(0, m.start() - 12) : m.start()]))
     ]
@@ -171,6 +198,17 @@ def last_value(tail: str) -> tuple[str, str] | None:
     last_is_span = span is not None and (number is None or span.end() >= number.end() - 1)
     if span is not None and last_is_span and len(tail) - span.end() <= 40:
         spans = list(MATH_SPAN.finditer(tail))
+        first = len(spans) - 1
+        while first > 0 and len(spans) - first < 16:
+            gap = tail[spans[first - 1].end() : spans[first].start()]
+            if not gap.strip() or len(gap) > 12 or _SPAN_JOIN.fullmatch(gap) is None:
+                break
+            first -= 1
+        if _is_condition(tail, spans[first].start(), span_text(spans[first])):
+            before = _same_sentence(tail, spans[first].start())
+            earlier = last_value(before) if before.strip() else None
+            if earlier is not None:
+                return earlier
         return span_run(tail, spans, len(spans) - 1, forward=False), "last_math"
     if number is None:
         return None
@@ -183,3 +221,71 @@ def last_value(tail: str) -> tuple[str, str] | None:
     answers = [s for s in with_values if _META.search(s) is None] or with_values
     picked = _pick_number(answers[-1]) if answers else None
     return (picked if picked is not None else number.group(0)), "last_number"
+
+
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_TEENS = [
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_WORD_VALUES = {w: v for v, w in enumerate(_UNITS)} | {w: 10 + v for v, w in enumerate(_TEENS)}
+_TENS_VALUES = {w: 20 + 10 * v for v, w in enumerate(_TENS)}
+# "three solutions", "twenty-five apples"; "one of them" is a pronoun, not a count.
+_NUMBER_WORD = re.compile(
+    r"(?<![\\\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[- ](?P<unit>" + "|".join(_UNITS[1:]) + r"))?"
+    r"|(?P<small>" + "|".join(_TEENS + _UNITS) + r"))(?![\w-])(?!\s+of\b)",
+    re.I,
+)
+
+
+def number_word(tail: str) -> str | None:
+    """The count a closing sentence states in words ("There are three solutions." -> "3").
+
+    Only for text without any written number; English words up to ninety-nine, the last
+    one in the last sentence that has one.
+    """
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    for start, end in reversed(list(zip(starts, [*starts[1:], len(tail)], strict=True))[-6:]):
+        found = last_match(_NUMBER_WORD.finditer(tail, start, end))
+        if found is None:
+            continue
+        if found.group("small"):
+            return str(_WORD_VALUES[found.group("small").lower()])
+        value = _TENS_VALUES[found.group("tens").lower()]
+        unit = found.group("unit")
+        return str(value + (_WORD_VALUES[unit.lower()] if unit else 0))
+    return None
+
+
+_ARTICLE = re.compile(r"^(?:a|an|the|le|la|les|un|une|el|los|las|der|die|das|ein|eine)\s+", re.I)
+
+
+def closing_words(tail: str) -> str | None:
+    """The words the last sentence states after its copula: "... will be a Monday." -> "Monday".
+
+    For word references only (a day, a name, "odd"): a number in the sentence does not
+    stop it ("Counting forward 100 days, the day will be a Monday.").
+    """
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    for start, end in reversed(list(zip(starts, [*starts[1:], len(tail)], strict=True))[-3:]):
+        sentence = tail[start:end].strip()
+        if not sentence:
+            continue
+        masked = MATH_SPAN.sub(lambda m: "#" * len(m.group(0)), sentence)
+        copula = last_match(_COPULA.finditer(masked))
+        if copula is None or copula.group(0).strip() in ("=", ""):
+            return None
+        rest = _ARTICLE.sub("", sentence[copula.end() :].strip().rstrip(".!?。").strip())
+        if not rest or re.search(r"[\d$\\=]", rest) or len(rest.split()) > 3:
+            return None
+        return None if rest.lower().startswith(("not", "no ")) else rest
+    return None
