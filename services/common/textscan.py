@@ -106,6 +106,10 @@ def token_stats(text: str, tokenize: Callable[[str], list[str]], ngram: int) -> 
     ratio covers all of them; beyond, it is the larger of the ratios of the first and the last
     REPETITION_WINDOW tokens.
     """
+    if len(text) <= CHUNK_CHARS:  # nearly every response: one call, no windows to keep
+        tokens = tokenize(text)
+        if len(tokens) <= 2 * REPETITION_WINDOW:
+            return TokenStats(len(tokens), repeated_ngram_ratio(tokens, ngram))
     count = 0
     head: list[str] = []
     tail: collections.deque[str] = collections.deque(maxlen=REPETITION_WINDOW)
