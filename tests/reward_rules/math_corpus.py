@@ -187,7 +187,7 @@ add(
         ("\\frac{1}{2}\\sqrt{3}", True),
         ("\\frac{\\sqrt3}{2}", True),
         ("\\frac{3}{2\\sqrt{3}}", True),
-        ("\\sin(60^\\circ)", False),
+        ("\\sin(60^\\circ)", True),  # sin of 60 degrees is the value
         ("\\frac{\\sqrt{2}}{2}", False),
         ("\\frac{\\sqrt{3}}{3}", False),
     ],

@@ -445,3 +445,283 @@ p("latex", "\\frac{1}{2}", "Therefore the probability is \\[\\frac{1}{3}.\\]", F
 p("latex", "10", "The area is $\\boxed{10 \\text{ square units}}$", True)
 p("latex", "-\\frac{1}{3}", "$$\\boxed{-\\dfrac{1}{3}}$$", True)
 p("latex", "-\\frac{1}{3}", "$$\\boxed{\\dfrac{1}{3}}$$", False)
+
+
+# -- round 2: chat-style outputs, GSM8K variants, sets, equations, choices, noise ---------------
+# Minerva style with various answers
+for ref, ans, ok in [  # Minerva and lighteval wrappers around each answer
+    ("\\frac{1}{6}", "\\frac16", True),
+    ("\\frac{1}{6}", "1/6", True),
+    ("\\frac{1}{6}", "\\frac{1}{5}", False),
+    ("-\\frac{7}{2}", "-3.5", True),
+    ("-\\frac{7}{2}", "3.5", False),
+    ("10\\%", "10", True),
+    ("10\\%", "0.1", False),
+    ("\\$1.50", "1.50", True),
+    ("\\$1.50", "1.5", True),
+    ("\\$1.50", "15", False),
+    ("2\\sqrt{5}", "\\sqrt{20}", True),
+    ("2\\sqrt{5}", "4.47", False),
+    ("x^2-4", "(x-2)(x+2)", True),
+    ("x^2-4", "(x-2)^2", False),
+    ("\\begin{pmatrix} 3 \\\\ 1 \\end{pmatrix}", "\\begin{pmatrix}3\\\\1\\end{pmatrix}", True),
+    ("\\begin{pmatrix} 3 \\\\ 1 \\end{pmatrix}", "\\begin{pmatrix}1\\\\3\\end{pmatrix}", False),
+    ("(-\\infty, 5]", "(-\\infty,5]", True),
+    ("(-\\infty, 5]", "x \\le 5", True),
+    ("(-\\infty, 5]", "x < 5", False),
+    ("\\{1,3\\}", "1,3", True),
+    ("\\{1,3\\}", "3, 1", True),
+    ("\\{1,3\\}", "1", False),
+    ("3", "3 \\text{ inches}", True),
+    ("3", "3\\text{ in.}", True),
+    ("5\\sqrt{2}", "5\\sqrt2", True),
+    ("5\\sqrt{2}", "\\sqrt{50}", True),
+    ("5\\sqrt{2}", "5", False),
+    ("\\text{E}", "\\text{(E)}", True),
+    ("\\text{E}", "(E)", True),
+    ("\\text{E}", "\\text{(D)}", False),
+    ("0.5", "\\frac{1}{2}", True),
+    ("0.5", "50\\%", False),
+    ("1.5 \\times 10^{-3}", "0.0015", True),
+    ("1.5 \\times 10^{-3}", "1.5 \\times 10^{-4}", False),
+    ("1.5 \\times 10^{-3}", "1.5\\text{e-}3", True),
+    ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt2}", True),
+    ("\\frac{\\sqrt{2}}{2}", "\\frac{\\sqrt{3}}{2}", False),
+    ("90^\\circ", "90", True),
+    ("90^\\circ", "\\frac{\\pi}{2}", False),
+    ("\\frac{\\pi}{2}", "90^\\circ", False),
+    ("8", "2^3", True),
+    ("8", "2^4", False),
+    ("(1,2)", "(1, 2)", True),
+    ("(1,2)", "[1,2]", False),
+    ("(1,2)", "(2,1)", False),
+]:
+    p("minerva2", ref, f"Final Answer: The final answer is ${ans}$. I hope it is correct.", ok)
+    p("box2", ref, f"**Final Answer**\n\n$\\boxed{{{ans}}}$", ok)
+# Chatty model outputs
+p(
+    "chat",
+    "27",
+    "Let's think step by step.\n\n1. The cube has side 3.\n2. Its volume is $3^3 = 27$.\n\n"
+    "So, the volume of the cube is **27** cubic units.",
+    True,
+)
+p(
+    "chat",
+    "27",
+    "Let's think step by step.\n\n1. The cube has side 3.\n2. Its volume is $3^3 = 9$.\n\n"
+    "So, the volume of the cube is **9** cubic units.",
+    False,
+)
+p("chat", "6", "The number of ways is $\\binom{4}{2} = 6$.", True)
+p("chat", "6", "The number of ways is $\\binom{4}{2} = 8$.", False)
+p(
+    "chat",
+    "\\frac{5}{12}",
+    "The probability that the sum is a prime is $\\frac{15}{36} = \\frac{5}{12}$.",
+    True,
+)
+p(
+    "chat",
+    "\\frac{5}{12}",
+    "The probability that the sum is a prime is $\\frac{15}{36} = \\frac{5}{13}$.",
+    False,
+)
+p("chat", "15", "Answer: 15", True)
+p("chat", "15", "Answer: $15$ dollars", True)
+p("chat", "15", "ANSWER: 16", False)
+p("chat", "15", "The final answer is: $\\boxed{15}$", True)
+p("chat", "15", "The final answer is: $\\boxed{51}$", False)
+p("chat", "15", "## Step 3: Conclude\nThe total is 15.\n\nThe final answer is: $\\boxed{15}$", True)
+p(
+    "chat",
+    "-2",
+    "## Step 1\nSolve $2x + 4 = 0$.\n## Step 2\n$x = -2$.\n\nThe final answer is: $\\boxed{-2}$",
+    True,
+)
+p(
+    "chat",
+    "-2",
+    "## Step 1\nSolve $2x + 4 = 0$.\n## Step 2\n$x = 2$.\n\nThe final answer is: $\\boxed{2}$",
+    False,
+)
+p("chat", "4", "Therefore, $\\boxed{x=4}$.", True)
+p("chat", "4", "Therefore, $\\boxed{x=-4}$.", False)
+p("chat", "2", "The answer is $\\boxed{2}$ (since $f(2)=0$).", True)
+p("chat", "\\frac{3}{5}", "So $\\cos\\theta = \\boxed{\\frac35}$.", True)
+p("chat", "\\frac{3}{5}", "So $\\cos\\theta = \\boxed{\\frac45}$.", False)
+p("chat", "100", "So the answer is 100%.", True)
+p("chat", "12", "Thus, there are 12 ways.", True)
+p("chat", "12", "Thus, there are 21 ways.", False)
+p("chat", "12", "There are $\\boxed{12}$ ways to arrange them, since $4! / 2 = 12$.", True)
+p("chat", "7", "The remainder is 7 when divided by 9.", True)
+p("chat", "7", "The remainder is 8 when divided by 9.", False)
+p("chat", "50", "It costs $50.", True)
+p("chat", "50", "It costs \\$50.", True)
+p("chat", "50", "It costs $5.", False)
+p("chat", "8", "He needs eight more.", True)
+p("chat", "8", "He needs nine more.", False)
+p("chat", "25", "Twenty-five students passed.", True)
+p("chat", "25", "Twenty-four students passed.", False)
+p("chat", "\\text{Sunday}", "The meeting falls on a **Sunday**.", True)
+p("chat", "\\text{Sunday}", "The meeting falls on a **Saturday**.", False)
+p("chat", "\\text{Alice}", "Therefore Bob wins the game.", False)
+p("chat", "\\text{yes}", "Yes, it is possible.", True)
+p("chat", "\\text{no}", "No, it is not possible.", True)
+p("chat", "\\text{no}", "Yes, it is possible.", False)
+# GSM8K variants
+p("gsm2", "1,200", "Total = 1200\n#### 1200", True)
+p("gsm2", "1200", "Total = 1,200\n#### 1,200", True)
+p("gsm2", "1200", "#### $1,200", True)
+p("gsm2", "1200", "#### 120", False)
+p("gsm2", "0.5", "#### .5", True)
+p("gsm2", "-3", "#### -3", True)
+p("gsm2", "-3", "#### 3", False)
+p("gsm2", "18", "The answer is 18.\n#### 18", True)
+p("gsm2", "18", "<<3*6=18>> so 18 eggs. The answer is: 18", True)
+p("gsm2", "18", "He has 18 eggs. The answer is: 81", False)
+# intervals/sets/inequalities round 2
+p("int2", "(-3, 2)", "$\\boxed{-3 < x < 2}$", True)
+p("int2", "(-3, 2)", "$\\boxed{-3 \\le x < 2}$", False)
+p("int2", "[2, \\infty)", "$\\boxed{x \\geq 2}$", True)
+p("int2", "[2, \\infty)", "$\\boxed{[2, +\\infty)}$", True)
+p("int2", "[2, \\infty)", "$\\boxed{(2, \\infty)}$", False)
+p("int2", "(-\\infty, -1) \\cup (1, \\infty)", "$\\boxed{|x| > 1}$", True)
+p("int2", "(-\\infty, -1) \\cup (1, \\infty)", "$\\boxed{|x| \\ge 1}$", False)
+p("int2", "x \\in (-\\infty, 0) \\cup (0, \\infty)", "$\\boxed{x \\neq 0}$", True)
+p("int2", "\\mathbb{R}", "$\\boxed{(-\\infty, \\infty)}$", True)
+p("int2", "\\mathbb{R}", "$\\boxed{\\text{all real numbers}}$", True)
+p("int2", "\\mathbb{R}", "$\\boxed{(0, \\infty)}$", False)
+p("set2", "\\{-1, 0, 1\\}", "$\\boxed{\\{0, 1, -1\\}}$", True)
+p("set2", "\\{-1, 0, 1\\}", "$\\boxed{-1, 0, 1}$", True)
+p("set2", "\\{-1, 0, 1\\}", "$\\boxed{\\{-1, 1\\}}$", False)
+p("set2", "\\emptyset", "$\\boxed{\\varnothing}$", True)
+p("set2", "\\emptyset", "$\\boxed{\\{\\}}$", True)
+p("set2", "\\emptyset", "$\\boxed{\\{0\\}}$", False)
+p("set2", "1, -\\frac{1}{2}", "The solutions are $x=1$ and $x=-\\frac12$.", True)
+p("set2", "1, -\\frac{1}{2}", "The solutions are $x=1$ and $x=\\frac12$.", False)
+# equations as answers
+p("eq2", "y = -\\frac{1}{2}x + 3", "$\\boxed{y = -\\frac{x}{2} + 3}$", True)
+p("eq2", "y = -\\frac{1}{2}x + 3", "$\\boxed{y = -\\frac{x}{2} - 3}$", False)
+p("eq2", "x^2 + y^2 = 25", "$\\boxed{x^2+y^2=25}$", True)
+p("eq2", "x^2 + y^2 = 25", "$\\boxed{y^2 + x^2 = 25}$", True)
+p("eq2", "x^2 + y^2 = 25", "$\\boxed{x^2+y^2=5}$", False)
+p("eq2", "2x - 3y = 6", "$\\boxed{-2x + 3y = -6}$", True)
+p("eq2", "2x - 3y = 6", "$\\boxed{y = \\frac{2}{3}x - 2}$", True)
+p("eq2", "2x - 3y = 6", "$\\boxed{y = \\frac{2}{3}x + 2}$", False)
+p("eq2", "3", "$\\boxed{a = 3}$", True)
+p("eq2", "3", "$\\boxed{a + b = 3}$", False)
+p("eq2", "f(x) = x^2", "$\\boxed{x^2}$", True)
+# scientific, percent, money round 2
+p("num2", "6.02 \\times 10^{23}", "$\\boxed{6.02\\times10^{23}}$", True)
+p("num2", "6.02 \\times 10^{23}", "$\\boxed{6.02 \\times 10^{22}}$", False)
+p("num2", "0.035", "$\\boxed{3.5\\%}$", False)
+p("num2", "3.5\\%", "$\\boxed{3.5\\%}$", True)
+p("num2", "3.5\\%", "$\\boxed{3.5}$", True)
+p("num2", "45", "$\\boxed{45\\text{ minutes}}$", True)
+p("num2", "45", "$\\boxed{45 \\mbox{ min}}$", True)
+p("num2", "45", "$\\boxed{54\\text{ minutes}}$", False)
+p("num2", "2.25", "$\\boxed{\\$2.25}$", True)
+p("num2", "2.25", "$\\boxed{2.25\\text{ dollars}}$", True)
+p("num2", "2.25", "$\\boxed{225\\text{ cents}}$", False)
+p("num2", "1000", "$\\boxed{1{,}000}$", True)
+p("num2", "1000", "$\\boxed{1\\,000}$", True)
+p("num2", "1000", "$\\boxed{10^3}$", True)
+p("num2", "1000", "$\\boxed{100}$", False)
+# mixed numbers and weird fractions
+p("mix2", "3\\frac{1}{4}", "$\\boxed{\\frac{13}{4}}$", True)
+p("mix2", "3\\frac{1}{4}", "$\\boxed{3 \\tfrac14}$", True)
+p("mix2", "3\\frac{1}{4}", "$\\boxed{3.25}$", True)
+p("mix2", "3\\frac{1}{4}", "$\\boxed{\\frac{3}{4}}$", False)
+p("mix2", "\\frac{13}{4}", "$\\boxed{3\\frac{1}{4}}$", True)
+p("mix2", "\\frac{13}{4}", "The answer is 3 1/4.", True)
+p("mix2", "\\frac{13}{4}", "The answer is 3 1/3.", False)
+p("mix2", "\\frac{a}{b}", "$\\boxed{a/b}$", True)
+# matrices
+p(
+    "mat2",
+    "\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}",
+    "$\\boxed{\\left(\\begin{array}{cc} 1 & 0 \\\\ 0 & 1 \\end{array}\\right)}$",
+    True,
+)
+p("mat2", "\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "$\\boxed{I}$", False)
+p(
+    "mat2",
+    "\\begin{pmatrix} -1 \\\\ 2 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix} -1 \\\\ 2 \\end{pmatrix}}$",
+    True,
+)
+p(
+    "mat2",
+    "\\begin{pmatrix} -1 \\\\ 2 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix} -1 & 2 \\end{pmatrix}}$",
+    False,
+)
+p(
+    "mat2",
+    "\\begin{pmatrix} -1 \\\\ 2 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix}}$",
+    False,
+)
+# multiple choice round 2
+p("mc2", "C", "Looking at the options, (A) is too big and (B) too small. The correct option is (C).", True)
+p("mc2", "C", "Looking at the options, (C) is too big and (B) too small. The correct option is (A).", False)
+p("mc2", "C", "**Answer: C**", True)
+p("mc2", "C", "**Answer: (C) 24**", True)
+p("mc2", "C", "$\\boxed{C}$", True)
+p("mc2", "C", "$\\boxed{\\text{C}}$", True)
+p("mc2", "C", "$\\boxed{\\mathrm{(C)}}$", True)
+p("mc2", "C", "$\\boxed{D}$", False)
+p("mc2", "C", "The answer is option C.", True)
+p("mc2", "C", "The answer is option D.", False)
+p("mc2", "(C) 24", "$\\boxed{24}$", True)
+p("mc2", "(C) 24", "$\\boxed{\\textbf{(C) } 24}$", True)
+p("mc2", "(C) 24", "$\\boxed{25}$", False)
+p("mc2", "\\textbf{(B) } 5", "The answer is $\\textbf{(B) } 5$.", True)
+p("mc2", "\\textbf{(B) } 5", "The answer is $\\textbf{(C) } 6$.", False)
+# olympiad / proofs with final answer
+p("oly2", "n = 1", "Checking small cases, only $n=1$ works. Hence the answer is $\\boxed{n=1}$.", True)
+p("oly2", "n = 1", "Hence the answer is $\\boxed{n=2}$.", False)
+p("oly2", "f(x) = x", "Thus the only solution is $f(x) = x$ for all real $x$.", True)
+p("oly2", "f(x) = x", "Thus the only solution is $f(x) = -x$ for all real $x$.", False)
+p("oly2", "2^{n-1}", "The number of such subsets is $\\boxed{2^{n-1}}$.", True)
+p("oly2", "2^{n-1}", "The number of such subsets is $\\boxed{2^{n}}$.", False)
+p("oly2", "\\frac{n(n+1)}{2}", "$\\boxed{\\frac{n^2+n}{2}}$", True)
+p("oly2", "\\frac{n(n+1)}{2}", "$\\boxed{\\binom{n+1}{2}}$", True)
+p("oly2", "\\frac{n(n+1)}{2}", "$\\boxed{\\frac{n(n-1)}{2}}$", False)
+p("oly2", "(2, 3), (3, 2)", "The pairs are $(2,3)$ and $(3,2)$.", True)
+p("oly2", "(2, 3), (3, 2)", "$\\boxed{(3,2),(2,3)}$", True)
+p("oly2", "(2, 3), (3, 2)", "$\\boxed{(2,3)}$", False)
+p("oly2", "p=2, q=3", "$\\boxed{p=2, q=3}$", True)
+p("oly2", "p=2, q=3", "$\\boxed{p=3, q=2}$", False)
+p("oly2", "\\frac{1}{2004!}", "$\\boxed{\\frac{1}{2004!}}$", True)
+p("oly2", "\\frac{1}{2004!}", "$\\boxed{\\frac{1}{2006!}}$", False)
+# trig, logs, pi
+p("trig2", "\\frac{\\sqrt{3}}{2}", "$\\boxed{\\sin 60^\\circ}$", True)
+p("trig2", "\\frac{\\sqrt{3}}{2}", "$\\boxed{\\cos 60^\\circ}$", False)
+p("trig2", "\\frac{\\pi}{4}", "$\\boxed{45^\\circ}$", False)
+p("trig2", "\\frac{\\pi}{4}", "$\\boxed{\\frac{\\pi}{4}}$", True)
+p("trig2", "\\frac{\\pi}{4}", "$\\boxed{\\pi/4}$", True)
+p("trig2", "\\frac{\\pi}{4}", "$\\boxed{0.785}$", False)
+p("trig2", "2\\pi", "$\\boxed{2 \\pi \\text{ radians}}$", True)
+p("trig2", "\\log_3 5", "$\\boxed{\\frac{\\ln 5}{\\ln 3}}$", True)
+p("trig2", "\\log_3 5", "$\\boxed{\\frac{\\ln 3}{\\ln 5}}$", False)
+p("trig2", "e", "$\\boxed{e}$", True)
+p("trig2", "e", "$\\boxed{\\exp(1)}$", True)
+p("trig2", "e", "$\\boxed{2.718}$", False)
+# LaTeX noise
+p("noise2", "12", "$\\boxed{\\,12\\,}$", True)
+p("noise2", "12", "$\\boxed{\\mathbf{12}}$", True)
+p("noise2", "12", "$\\boxed{\\textbf{12}}$", True)
+p("noise2", "12", "$\\boxed{ 12. }$", True)
+p("noise2", "12", "\\[ \\boxed{12} \\]", True)
+p("noise2", "12", "\\boxed 12", True)
+p("noise2", "12", "$\\fbox{12}$", True)
+p("noise2", "12", "$\\boxed{\\color{red}12}$", True)
+p("noise2", "12", "$\\boxed{21}$", False)
+p("noise2", "\\frac{1}{2}", "$\\boxed{\\displaystyle\\frac{1}{2}}$", True)
+p("noise2", "\\frac{1}{2}", "$\\boxed{\\left.\\frac{1}{2}\\right.}$", True)
+p("noise2", "\\frac{1}{2}", "$\\boxed{{\\frac{1}{2}}}$", True)
+p("noise2", "\\frac{1}{2}", "$\\boxed{\\frac{1}{2}}$ or $\\boxed{\\frac13}$", False)
+p("noise2", "\\sqrt{2}", "$\\boxed{\\sqrt{2}\\;}$", True)
+p("noise2", "\\sqrt{2}", "$\\boxed{\\sqrt 3}$", False)

@@ -25,14 +25,16 @@ from services.reward_rules.math.extract import (
     extract_reference,
     visible_text,
 )
-from services.reward_rules.math.nodes import Node, Num, Op, Rel, Seq, Text
+from services.reward_rules.math.nodes import FUNCTION_NAMES, Node, Num, Op, Rel, Seq, Text
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
 from services.reward_rules.math.parse import ParseError, parse_answer
-from services.reward_rules.math.sentences import closing_words
+from services.reward_rules.math.sentences import PROSE_WORD, closing_words, leading_yes_no
 
 __all__ = ["GradeOptions", "Outcome", "grade"]
 
 _DETAIL_CHARS = 80
+_SOLE_NUMBER = re.compile(r"(?<![\w.^_/{\\])-?\d+(?:\.\d+)?(?![\w.^_/}])")
+_YES_NO_WORDS = {"yes", "no"}
 _LEADING_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?![\w.^/])")
 
 
@@ -323,14 +325,23 @@ def _grade_extraction(
     restated = _restatement(pred, reference, opts)
     if restated is not None:
         candidates.append(restated)
-    if extraction.source.endswith(("last_number", "last_math")) and response and _word_reference(reference):
-        words = closing_words(visible_text(response)[-TAIL:])
+    if response and not extraction.source.endswith("boxed") and _word_reference(reference):
+        tail = visible_text(response)[-TAIL:]
+        verdict = leading_yes_no(tail) if _YES_NO_WORDS & {text_key(g) for g in reference.answers} else None
+        if verdict is not None:
+            candidates.append(verdict)
+        words = closing_words(tail) if extraction.source.endswith(("last_number", "last_math")) else None
         if words is not None:
             candidates.append(clean_answer(words))
-    if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")) and _parsed(pred) is None:
-        leading = _LEADING_NUMBER.match(pred)
+    if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")):
+        leading = _LEADING_NUMBER.match(pred) if _parsed(pred) is None else None
         if leading:
             candidates.append(clean_answer(leading.group(1)))
+        elif any(word.lower() not in FUNCTION_NAMES for word in PROSE_WORD.findall(pred)):
+            # "It costs 50": a short sentence with one number states it.
+            numbers = _SOLE_NUMBER.findall(pred)
+            if len(numbers) == 1:
+                candidates.append(clean_answer(numbers[0]))
     parsed = symbolic = False
     how = "not equivalent"
     for candidate in candidates:

@@ -296,9 +296,13 @@ def _proportional(a: Node, b: Node, ctx: Comparison, positive: bool) -> bool:
 def _relation_interval(rel: Rel) -> Node | None:
     """`x > 3` -> `(3, oo)`, `1 <= x < 2` -> `[1, 2)`; None if not one variable vs constants."""
     rel = _flip(rel)
+    oo = Const("oo")
+    if rel.ops == ("!=",) and isinstance(rel.parts[0], Sym) and not free_symbols(rel.parts[1]):
+        # `x \\neq 0` is `(-oo, 0) U (0, oo)`.
+        point = rel.parts[1]
+        return SetOp("union", (Seq("(", ")", (Op("neg", (oo,)), point)), Seq("(", ")", (point, oo))))
     if not all(op in ("<", "<=") for op in rel.ops):
         return None
-    oo = Const("oo")
     if len(rel.parts) == 2:
         left, right = rel.parts
         strict = rel.ops[0] == "<"

@@ -24,6 +24,12 @@ _FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![a-zA-Z])")
 # `{10 \\choose 3}`: the TeX primitive spelling of `\\binom{10}{3}`.
 _CHOOSE = re.compile(r"\{([^{}]{1,40}?)\\choose(?![a-zA-Z])([^{}]{1,40})\}")
+# `\\sin 60^\\circ`: a trigonometric function of degrees takes radians once the sign goes.
+_TRIG_DEGREES = re.compile(
+    r"\\(sin|cos|tan|sec|csc|cot)\s*(\(?)\s*(\d{1,4}(?:\.\d{1,6})?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(\)?)"
+)
+# `\\color{red}`, `\\textcolor{red}{12}`: colour, never content.
+_COLOR = re.compile(r"\\color\s*\{[^{}]{0,20}\}|\\textcolor\s*\{[^{}]{0,20}\}")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\\circ(?![a-zA-Z])")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |\s|\\!|\\;)(?=\d{3}(?!\d))")
 # `12,\!480`, `40,\! 320`, `1{,}000`: a comma with TeX spacing around it, between digit groups.
@@ -231,6 +237,13 @@ def _repeating(match: re.Match[str]) -> str:
     return f"\\frac{{{numerator}}}{{{denominator}}}"
 
 
+def _trig_degrees(match: re.Match[str]) -> str:
+    fn, opened, value, closed = match.groups()
+    if bool(opened) != bool(closed):
+        return match.group(0)
+    return f"\\{fn}(\\frac{{{value}\\pi}}{{180}})"
+
+
 def _dotted(match: re.Match[str]) -> str:
     """`0.1666...` -> `0.1\\overline{6}`: the shortest block that ends the digits twice.
 
@@ -366,6 +379,10 @@ def clean_answer(text: str) -> str:
     text = _BINOM_VARIANTS.sub(r"\\binom", text)
     if "\\choose" in text:
         text = _CHOOSE.sub(lambda m: f"\\binom{{{m.group(1).strip()}}}{{{m.group(2).strip()}}}", text)
+    if "\\color" in text or "\\textcolor" in text:
+        text = _COLOR.sub("", text)
+    if "circ" in text or "°" in text:
+        text = _TRIG_DEGREES.sub(_trig_degrees, text)
     text = _DEGREES.sub("", text)
     if "\\bar" in text or "\\dot" in text or "\\overline" in text:
         text = _BAR_PERIOD.sub(lambda m: f"\\overline{{{m.group(1) or m.group(2)}}}", text)

@@ -22,6 +22,7 @@ __all__ = [
     "closing_words",
     "last_match",
     "last_value",
+    "leading_yes_no",
     "number_word",
     "sentence_value",
     "span_run",
@@ -52,7 +53,7 @@ _COPULA = re.compile(
 )
 # A number after these words is a circumstance ("in 3 months", "dans 3 mois"), not the answer.
 _CIRCUMSTANCE = re.compile(
-    r"(?:^|[\s(])(?:in|within|after|before|during|every|per|dans|après|avant|pendant|durante|dentro\s+de|"
+    r"(?:^|[\s(])(?:in|within|after|before|during|every|per|(?:divided|multiplied)\s+by|modulo|mod|dans|après|avant|pendant|durante|dentro\s+de|"
     r"después\s+de|antes\s+de|nach|innerhalb|vor|через)\s+(?:the\s+|les\s+|los\s+|las\s+|den\s+)?$"
     r"|(?:用了|花了|经过|过了|用時|に)\s*$",
     re.I,
@@ -156,9 +157,20 @@ def _candidates(sentence: str) -> list[re.Match[str]]:
     return found
 
 
+# "$f(x) = x$ for all real $x$": what a quantifier ranges over is not the answer.
+_QUANTIFIED = re.compile(
+    r"(?:^|\s)(?:for\s+(?:all|every|any|each|some)|pour\s+tout|para\s+todo|für\s+alle|∀)"
+    r"(?:\s+[a-zA-Z]+){0,3}\s*\$?\s*$",
+    re.I,
+)
+
+
 def _is_condition(text: str, start: int, value: str) -> bool:
-    """Whether the value at `start` is a condition (`at $x = 1$`, `when x = 2`)."""
-    before = text[max(0, start - 24) : start]
+    """Whether the value at `start` is a condition (`at $x = 1$`, `when x = 2`, `for all $x$`)."""
+    before = text[max(0, start - 40) : start]
+    if _QUANTIFIED.search(before) is not None:
+        return True
+    before = before[-24:]
     if _ASSIGNED.match(value) is not None:
         return _CONDITION.search(before) is not None
     return re.search(r"[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*\$?\s*$", before) is not None and (
@@ -242,7 +254,10 @@ _TENS_VALUES = {w: 20 + 10 * v for v, w in enumerate(_TENS)}
 # "three solutions", "twenty-five apples"; "one of them" is a pronoun, not a count.
 _NUMBER_WORD = re.compile(
     r"(?<![\\\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[- ](?P<unit>" + "|".join(_UNITS[1:]) + r"))?"
-    r"|(?P<small>" + "|".join(_TEENS + _UNITS) + r"))(?![\w-])(?!\s+of\b)",
+    r"|(?P<small>" + "|".join(_TEENS + _UNITS) + r"))(?![\w-])"
+    # "one of them" (a pronoun), "two hundred", "one half" (not the count itself).
+    r"(?!\s+(?:of|hundred|thousand|million|billion|half|halves|thirds?|quarters?|fourths?|fifths?"
+    r"|sixths?|sevenths?|eighths?|ninths?|tenths?|point|and\s+a\s+half)\b)",
     re.I,
 )
 
@@ -288,4 +303,17 @@ def closing_words(tail: str) -> str | None:
         if not rest or re.search(r"[\d$\\=]", rest) or len(rest.split()) > 3:
             return None
         return None if rest.lower().startswith(("not", "no ")) else rest
+    return None
+
+
+_YES_NO = re.compile(r"^\W{0,4}(yes|no|oui|non|sí|si|ja|nein|是|否)(?![\w])", re.I)
+
+
+def leading_yes_no(tail: str) -> str | None:
+    """ "Yes, it is possible." -> "yes": the verdict word that opens one of the last sentences."""
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    for start, end in reversed(list(zip(starts, [*starts[1:], len(tail)], strict=True))[-3:]):
+        found = _YES_NO.match(tail[start:end].strip())
+        if found is not None:
+            return found.group(1)
     return None
