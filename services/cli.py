@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from rich.markup import escape
 
 from services import catalog
 from services.common.logs import configure_logging
+from services.serving import run
 from services.settings import ArbiterSettings, load
 
 app = typer.Typer(
@@ -57,8 +57,8 @@ def serve(
     ] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
+    from services import serving
     from services.common.auth import AuthConfigError  # gRPC loads only to serve
-    from services.common.server import GraderServer, run_until_signalled
 
     settings = _settings(config)
     if ray:
@@ -66,28 +66,15 @@ def serve(
 
         serve_until_signalled(config, ray_address, host)
         return
-    names = services or list(catalog.SERVICES)
-    if not services:  # all of them: leave out those these settings cannot run, saying why
-        for name in list(names):
-            reason = catalog.service(name).not_ready(settings)
-            if reason:
-                names.remove(name)
-                err.print(f"{name} skipped: {reason}")
-    unknown = [n for n in names if n not in catalog.SERVICES]
-    if unknown:
-        err.print(
-            f"[red]unknown service(s):[/red] {', '.join(unknown)}; available: {', '.join(catalog.SERVICES)}"
-        )
-        raise typer.Exit(2)
-    if host:
-        for name in names:
-            catalog.service(name).server_settings(settings).host = host
-    servers: list[GraderServer] = []
-    for name in catalog.start_order(names):
-        peers = {s.name: s.engine for s in servers}
-        servers.append(catalog.make_server(name, settings, peers))
+    try:
+        names, skipped = serving.runnable(settings, services)
+    except serving.UnknownServiceError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from exc
+    for name, reason in skipped.items():
+        err.print(f"{name} skipped: {escape(reason)}")
 
-    def announce() -> None:
+    def announce(servers: Sequence[Any]) -> None:
         for s in servers:
             info = s.engine.info
             err.print(
@@ -98,9 +85,9 @@ def serve(
         err.print("press Ctrl+C to stop")
 
     try:
-        _run(run_until_signalled(servers, announce))
+        serving.run(serving.serve(settings, names, host, announce))
     except (OSError, AuthConfigError) as exc:
-        err.print(f"[red]cannot start:[/red] {exc}")
+        err.print(f"[red]cannot start:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc
 
 
@@ -187,7 +174,7 @@ def score(
             overwrite=overwrite,
             durable=durable,
         )
-        summary = _run(
+        summary = run(
             score_job(
                 plan,
                 Backend(grader=grader, url=url, ray=ray, ray_address=ray_address, ray_actors=ray_actors),
@@ -239,7 +226,7 @@ def check(
     """Send one probe sample the way the trainer will; print the verdict, latency and extra_logs."""
     from services.probe import probe
 
-    report = _run(probe(url, prompt, response, label, timeout))
+    report = run(probe(url, prompt, response, label, timeout))
     report.print(err)
     if not report.ok:
         raise typer.Exit(1)
@@ -300,14 +287,6 @@ def graders() -> None:
     for name in catalog.SERVICES:
         spec = catalog.service(name)
         typer.echo(f"{name}: {spec.summary}")
-
-
-def _run(coro: Any) -> Any:
-    with contextlib.suppress(ImportError):
-        import uvloop
-
-        return uvloop.run(coro)
-    return asyncio.run(coro)
 
 
 def main(argv: list[str] | None = None) -> None:

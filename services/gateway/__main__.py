@@ -1,5 +1,5 @@
 """`python -m services.gateway`: the gateway alone (graders in-process unless `services` names replicas)."""
 
-from services.cli import main
+from services.serving import main
 
-main(["serve", "gateway"])
+main("gateway")

@@ -1,5 +1,5 @@
 """`python -m services.judge_proxy`: this service alone (its own image, its own scaling)."""
 
-from services.cli import main
+from services.serving import main
 
-main(["serve", "judge_proxy"])
+main("judge_proxy")

@@ -1,5 +1,5 @@
 """`python -m services.reward_rm`: this service alone (its own image, its own scaling)."""
 
-from services.cli import main
+from services.serving import main
 
-main(["serve", "reward_rm"])
+main("reward_rm")
