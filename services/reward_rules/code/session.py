@@ -95,6 +95,7 @@ class StdioRun:
     stderr: bytes
 
 
+STDIO_OPS = frozenset({"stdio", "compile", "binary"})  # ops after which a sandbox may be reused
 _SMALL_REPLY = 64 << 10  # a load reply: ok or an exception's type and message
 START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds a sick machine
 SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
@@ -121,6 +122,7 @@ class Session:
         self.load_error: Exception | None = None
         self.stderr_bytes = 0
         self.binary: bytes | None = None  # a compiled program, installed in every fresh sandbox
+        self.reusable = False  # only stdio runs so far in this sandbox: another sample may reuse it
 
     # -------------------------------------------------------------- lifecycle
 
@@ -147,6 +149,7 @@ class Session:
                 self.pool.release(sandbox)
                 raise InfrastructureError(f"sandbox did not start: {exc}") from exc
             self.sandbox = sandbox
+            self.reusable = True
             if self.binary is not None:
                 self._install(sandbox, self.binary, time.monotonic() + START_TIMEOUT_S)
             return sandbox
@@ -182,11 +185,17 @@ class Session:
     def close(self) -> None:
         if self.sandbox is not None:
             self.stderr_bytes += self.sandbox.stderr_bytes
-            self.pool.release(self.sandbox)
+            give_back = getattr(self.pool, "give_back", None)
+            if self.reusable and give_back is not None:
+                give_back(self.sandbox)  # only stdio runs happened in it: reused if proven clean
+            else:
+                self.pool.release(self.sandbox)
             self.sandbox = None
+            self.reusable = False
 
     def _fail(self, sandbox: SandboxLike, exc: SandboxError) -> CandidateFailure:
         """Turns a sandbox that stopped answering into the candidate's failure; drops the sandbox."""
+        self.reusable = False
         sandbox.kill()
         if exc.kind == "timeout":
             failure = CandidateFailure(TIMEOUT, "")
@@ -206,6 +215,8 @@ class Session:
         self, message: dict[str, Any], deadline: float, max_reply: int | None = None
     ) -> dict[str, Any]:
         sandbox = self._start()
+        if message.get("op") not in STDIO_OPS:
+            self.reusable = False  # the candidate's code runs in the harness itself
         try:
             return sandbox.request(message, deadline, max_reply)
         except SandboxError as exc:
@@ -264,6 +275,7 @@ class Session:
         if self.sandbox is None:
             raise self.failure or InfrastructureError("call before prepare()")
         sandbox = self.sandbox
+        self.reusable = False
         try:
             return sandbox.request_raw(body, deadline, max_reply)
         except SandboxError as exc:

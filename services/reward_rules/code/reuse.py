@@ -1,0 +1,147 @@
+"""Candidate sandboxes reused across samples, for stdio runs only, each proven clean first.
+
+A fresh sandbox costs ~40 ms of CPU from launch to removal; a C++ test run ~1.5 ms. So samples
+of stdio tests (C++ binaries, Python scripts) and `/run_code` calls reuse sandboxes the way
+judges are reused: the harness itself never runs the candidate's code there (every run is a
+fresh child process: fork+exec of a binary, or a fork that execs the script), so after a sample
+only the harness has to be shown untouched:
+
+- sealed before the sandbox's first program: the harness is undumpable (a run's processes, the
+  same uid, cannot open its /proc/pid/mem or fds; ptrace is refused by the seccomp filter) and
+  notes what they could still change on it from outside (nice, scheduling policy, CPUs,
+  rlimits);
+- after the sample (`reset`): every other process killed, the work dir emptied, the program
+  forgotten, those attributes compared; then the service waits until the sandbox's cgroup holds
+  only the processes it held when it started, sends a fresh nonce, and drops every frame before
+  the matching pong (frames a run wrote ahead cannot answer for the next sample). SysV and POSIX
+  IPC objects, which would outlive their processes, cannot be created (seccomp).
+
+A sandbox where anything else happened (a load or call into the harness, a failure, a memory
+kill, a reset that is not clean or not in time) is killed as before; each serves at most
+`MAX_USES` samples.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.sandbox import Sandbox, SandboxError
+
+MAX_USES = 64
+RESET_TIMEOUT_S = 2.0
+SEAL_TIMEOUT_S = 30.0
+
+
+@dataclass
+class _State:
+    baseline: int  # processes in its cgroups with only the harness running
+    uses: int
+    oom_before: int
+
+
+class ReusedSandboxes:
+    """A SandboxSource: idle clean sandboxes first, else fresh (sealed) ones from the pool."""
+
+    def __init__(self, pool: SandboxPool, keep: int) -> None:
+        self.pool = pool
+        self.keep = keep
+        self._idle: list[tuple[Sandbox, _State]] = []
+        self._out: dict[int, _State] = {}  # handed out, by id(sandbox)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.reused = 0
+        self.fresh = 0
+
+    def acquire(self, memory_bytes: int) -> Sandbox:
+        with self._lock:
+            idle = self._idle.pop() if self._idle else None
+        if idle is not None:
+            sandbox, state = idle
+            self.pool.set_memory_limit(sandbox, memory_bytes)
+            state.oom_before = sandbox.oom_kills()
+            with self._lock:
+                self._out[id(sandbox)] = state
+                self.reused += 1
+            return sandbox
+        sandbox = self.pool.acquire(memory_bytes)
+        with self._lock:
+            self.fresh += 1
+        if sandbox.cgroup is None:
+            return sandbox  # no way to prove it clean later: used once
+        deadline = time.monotonic() + SEAL_TIMEOUT_S
+        try:
+            sandbox.wait_ready(deadline)
+            reply = sandbox.request({"op": "seal"}, deadline)
+        except SandboxError:
+            return sandbox  # the session's own start reports it
+        if reply.get("sealed") is True:
+            state = _State(len(sandbox.cgroup.pids_in()), 0, sandbox.oom_kills())
+            with self._lock:
+                self._out[id(sandbox)] = state
+        return sandbox
+
+    def set_memory_limit(self, sandbox: Sandbox, memory_bytes: int) -> None:
+        self.pool.set_memory_limit(sandbox, memory_bytes)
+
+    def release(self, sandbox: Sandbox) -> None:
+        """A sandbox not to be reused (something other than stdio runs happened in it)."""
+        with self._lock:
+            self._out.pop(id(sandbox), None)
+        self.pool.release(sandbox)
+
+    def give_back(self, sandbox: Sandbox) -> None:
+        """A sandbox that served only stdio runs: reset and kept if proven clean, else killed."""
+        with self._lock:
+            state = self._out.pop(id(sandbox), None)
+        if state is None or self._closed or state.uses + 1 >= MAX_USES or not self._reset(sandbox, state):
+            self.pool.release(sandbox)
+            return
+        state.uses += 1
+        with self._lock:
+            if not self._closed and len(self._idle) < self.keep:
+                self._idle.append((sandbox, state))
+                return
+        self.pool.release(sandbox)
+
+    def _reset(self, sandbox: Sandbox, state: _State) -> bool:
+        cgroup = sandbox.cgroup
+        assert cgroup is not None
+        deadline = time.monotonic() + RESET_TIMEOUT_S
+        try:
+            sandbox.send_raw(b'{"op":"reset"}', deadline)
+            while len(cgroup.pids_in()) > state.baseline:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.001)
+            nonce = secrets.token_hex(16)
+            sandbox.send_raw(json.dumps({"op": "ping", "nonce": nonce}).encode(), deadline)
+            for _ in range(64):
+                try:
+                    reply = json.loads(sandbox.receive_raw(deadline, 1 << 16))
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(reply, dict) and reply.get("pong") == nonce:
+                    if reply.get("clean") is not True or sandbox.oom_kills() != state.oom_before:
+                        return False
+                    sandbox.stderr_tail.clear()
+                    sandbox.stderr_bytes = 0
+                    return True
+        except SandboxError:
+            return False
+        return False
+
+    def idle_sandboxes(self) -> list[Sandbox]:
+        with self._lock:
+            return [sandbox for sandbox, _ in self._idle]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for sandbox, _ in idle:
+            self.pool.release(sandbox)
