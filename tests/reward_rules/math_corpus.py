@@ -113,7 +113,7 @@ add(
         ("\\frac{14}{6}", True),
         ("2.333", False),
         ("2\\frac{1}{4}", False),
-        ("7:3", False),
+        ("7:3", True),  # a ratio of two numbers is their quotient (as Math-Verify)
     ],
 )
 add(

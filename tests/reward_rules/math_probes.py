@@ -725,3 +725,164 @@ p("noise2", "\\frac{1}{2}", "$\\boxed{{\\frac{1}{2}}}$", True)
 p("noise2", "\\frac{1}{2}", "$\\boxed{\\frac{1}{2}}$ or $\\boxed{\\frac13}$", False)
 p("noise2", "\\sqrt{2}", "$\\boxed{\\sqrt{2}\\;}$", True)
 p("noise2", "\\sqrt{2}", "$\\boxed{\\sqrt 3}$", False)
+
+
+# -- round 3: normaliser styles (MATH, NeMo-Skills, AReaL, TRL), units, last-answer texts ---------
+ROUND3 = [
+    (
+        "hend",
+        "\\frac{1}{2}",
+        [
+            (" 1/2 ", True),
+            ("\\dfrac12", True),
+            ("\\frac{1}{2} \\text{ units}", True),
+            ("\\frac{2}{4}", True),
+            ("\\frac{1}{4}", False),
+        ],
+    ),
+    (
+        "hend",
+        "5",
+        [
+            ("5 \\text{ cm}^2", True),
+            ("5\\text{cm}^2", True),
+            ("5 \\mathrm{m/s}", True),
+            ("5\\ \\text{km}^2", True),
+            ("5^2", False),
+        ],
+    ),
+    (
+        "hend",
+        "(1,2)",
+        [("\\left( 1, 2 \\right)", True), ("(1,\\ 2)", True), ("( 1 , 2 )", True), ("(1,-2)", False)],
+    ),
+    ("hend", "3:4", [("3:4", True), ("\\frac{3}{4}", True), ("6:8", True), ("4:3", False)]),
+    ("hend", "\\$10", [("10", True), ("\\$10.00", True), ("\\$ 10", True), ("\\$100", False)]),
+    ("nemo", "50\\%", [("50", True), ("50\\%", True), ("60", False)]),
+    (
+        "nemo",
+        "\\frac{\\pi}{2}",
+        [("\\frac{\\pi}{2}", True), ("\\pi/2", True), ("1.5708", False), ("\\frac{\\pi}{3}", False)],
+    ),
+    ("nemo", "100", [("100.0", True), ("100.00", True), ("1e2", True), ("100.1", False)]),
+    ("nemo", "\\infty", [("\\infty", True), ("+\\infty", True), ("-\\infty", False)]),
+    ("nemo", "a+b", [("b+a", True), ("a + b", True), ("a-b", False)]),
+    ("nemo", "x\\in[0,1]", [("[0,1]", True), ("0 \\le x \\le 1", True), ("[0,1)", False)]),
+    ("nemo", "\\text{Evelyn}", [("\\text{Evelyn}", True), ("Evelyn", True), ("\\text{Emily}", False)]),
+    (
+        "areal",
+        "\\frac{\\sqrt{3}}{2}",
+        [("\\frac{\\sqrt{3}}{2}", True), ("\\dfrac{\\sqrt{3}}{2}", True), ("\\frac{\\sqrt{3}}{3}", False)],
+    ),
+    ("areal", "-1", [("-1", True), ("{-1}", True), ("(-1)", True), ("1", False)]),
+    ("areal", "2\\sqrt{2}-1", [("-1+2\\sqrt{2}", True), ("2\\sqrt2 - 1", True), ("2\\sqrt{2}+1", False)]),
+    ("trl", "\\frac{63}{400}", [("\\frac{63}{400}", True), ("0.1575", True), ("\\frac{64}{400}", False)]),
+    (
+        "units3",
+        "36",
+        [
+            ("36 \\text{ square feet}", True),
+            ("36\\,\\text{ft}^2", True),
+            ("36 \\text{ sq ft}", True),
+            ("6", False),
+        ],
+    ),
+    ("units3", "4.5", [("4.5\\text{ hours}", True), ("4\\frac{1}{2} \\text{ hours}", True), ("4.3", False)]),
+    (
+        "units3",
+        "80",
+        [
+            ("80 \\text{ km/h}", True),
+            ("80\\ \\mathrm{km}/\\mathrm{h}", True),
+            ("80\\text{ mph}", True),
+            ("8", False),
+        ],
+    ),
+    ("approx3", "3.14", [("3.14", True), ("\\approx 3.14", True), ("3.140", True), ("3.15", False)]),
+    ("eqbox", "5", [("AB = 5", True), ("BC=5", True), ("AB = 6", False)]),
+    (
+        "eqbox",
+        "12",
+        [("m\\angle ABC = 12", True), ("\\angle A = 12^\\circ", True), ("\\angle A = 21^\\circ", False)],
+    ),
+    (
+        "neg",
+        "-\\frac{1}{2}",
+        [
+            ("-\\frac12", True),
+            ("\\frac{-1}{2}", True),
+            ("\\frac{1}{-2}", True),
+            ("-0.5", True),
+            ("\\frac{1}{2}", False),
+        ],
+    ),
+    ("pct3", "-20\\%", [("-20\\%", True), ("-20", True), ("20\\%", False)]),
+    ("coord", "(2,-3)", [("(2, -3)", True), ("x=2, y=-3", True), ("(-3, 2)", False)]),
+    ("poly", "3x^2-5x+2", [("3x^2 - 5x + 2", True), ("(3x-2)(x-1)", True), ("3x^2-5x-2", False)]),
+    ("poly", "x^3+1", [("(x+1)(x^2-x+1)", True), ("x^3-1", False)]),
+    (
+        "frac3",
+        "\\frac{x+1}{x-1}",
+        [("\\frac{1+x}{x-1}", True), ("\\frac{x+1}{x+1}", False), ("-\\frac{x+1}{1-x}", True)],
+    ),
+    ("root3", "\\sqrt[4]{8}", [("8^{1/4}", True), ("2^{3/4}", True), ("\\sqrt{8}", False)]),
+    ("big", "2^{100}", [("2^{100}", True), ("1267650600228229401496703205376", True), ("2^{99}", False)]),
+    ("big", "10!", [("3628800", True), ("3,628,800", True), ("362880", False)]),
+    ("cplx3", "i", [("i", True), ("\\sqrt{-1}", True), ("-i", False)]),
+    ("cplx3", "1+i", [("i+1", True), ("1 + 1i", True), ("1-i", False)]),
+]
+for c, ref, rs in ROUND3:
+    for a, ok in rs:
+        p(c, ref, f"Thus the answer is $\\boxed{{{a}}}$.", ok)
+# whole texts
+p("last", "5", "First we got $\\boxed{4}$, but that was wrong. Correcting, the answer is $\\boxed{5}$.", True)
+p(
+    "last",
+    "5",
+    "First we got $\\boxed{5}$, but that was wrong. Correcting, the answer is $\\boxed{4}$.",
+    False,
+)
+p("last", "5", "<think>\nThe answer might be \\boxed{4}.\n</think>\n\nThe answer is $\\boxed{5}$.", True)
+p("last", "5", "Therefore, the final answer is $\\boxed{5}$. I hope it is correct.", True)
+p("last", "5", "**5**", True)
+p("last", "5", "The answer: **5**.", True)
+p("last", "5", "The answer: **6**.", False)
+p("last", "5", "x = 5", True)
+p("last", "5", "$x = 5$", True)
+p("last", "5", "5.", True)
+p("last", "5", "5 apples", True)
+p("last", "5", "6 apples", False)
+p("last", "5", "So there are 5 apples left, because 8 - 3 = 5.", True)
+p("last", "5", "So there are 4 apples left, because 8 - 3 = 4.", False)
+p("last", "12", "Hence the perimeter of the rectangle is $2(2+4) = 12$ units.", True)
+p("last", "12", "Hence the perimeter of the rectangle is $2(2+4) = 14$ units.", False)
+p("last", "12", "Hence, the perimeter is $\\boxed{12 \\text{ units}}$.", True)
+p("last", "\\frac{1}{3}", "The probability is $\\boxed{\\frac{1}{3}}$, which is about 33%.", True)
+p("last", "\\frac{1}{3}", "The probability is $\\boxed{\\frac{1}{4}}$, which is about 33%.", False)
+p("last", "\\frac{1}{3}", "The probability is $\\frac{1}{3} \\approx 0.333$.", True)
+p("last", "\\frac{1}{3}", "The probability is $\\frac{1}{4} \\approx 0.333$.", False)
+p("last", "8", "The answer is $2^3 = 8$.", True)
+p("last", "8", "The answer is $2^3 = 9$.", False)
+p("last", "8", "The answer is $8$ (since $2^3 = 8$).", True)
+p("last", "8", "The answer is 8, since 2 × 4 = 8.", True)
+p("last", "8", "The answer is 9, since 2 × 4 = 8.", False)
+p("last", "42", "I think the answer is 42, but let me double-check... yes, 42.", True)
+p("last", "42", "I think the answer is 24, but let me double-check... no, it is 42.", True)
+p("last", "42", "I think the answer is 42, but let me double-check... no, it is 24.", False)
+p("last", "2", "The smallest such $n$ is $n = 2$.", True)
+p("last", "2", "The smallest such $n$ is $n = 3$.", False)
+p("last", "3", "In total, 3 people attended the party.", True)
+p("last", "3", "In 2020, 3 people attended the party.", True)
+p("last", "3", "In 2020, 4 people attended the party.", False)
+p("last", "1", "Since there is exactly one real root, the answer is one.", True)
+p("last", "0", "There are no real solutions, so the count is zero.", True)
+p("last", "0", "There are no real solutions, so the count is one.", False)
+p("last", "10", "Ten.", True)
+p("last", "10", "The answer is ten.", True)
+p("last", "10", "The answer is eleven.", False)
+p("last", "15", "答案是15。", True)
+p("last", "15", "所以答案是 $\\boxed{15}$。", True)
+p("last", "15", "La respuesta es 15.", True)
+p("last", "15", "La réponse est 15.", True)
+p("last", "15", "Die Antwort ist 15.", True)
+p("last", "15", "Die Antwort ist 16.", False)

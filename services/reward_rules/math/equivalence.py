@@ -108,6 +108,7 @@ def _equal(g: Node, p: Node, ctx: Comparison) -> bool:
         p = _expand_pm(p)
     if isinstance(g, Seq | SetOp | Matrix) or isinstance(p, Seq | SetOp | Matrix):
         return _collection_equal(g, p, ctx)
+    g, p = _signed_percent(g), _signed_percent(p)
     if isinstance(p, Pct) or isinstance(g, Pct):
         return _percent_equal(g, p, ctx)
     return _scalar_equal(g, p, ctx)
@@ -361,6 +362,15 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
         if isinstance(g, SetOp) and isinstance(p, SetOp) and g.op == p.op:
             return _unordered(g.args, p.args, ctx)
         return False
+    for ratio, other in ((g, p), (p, g)):
+        # `3:4` against `\\frac{3}{4}`: a ratio of two numbers is their quotient.
+        if (
+            isinstance(ratio, Seq)
+            and _kind(ratio) == "ratio"
+            and len(ratio.items) == 2
+            and not isinstance(other, Seq)
+        ):
+            return not free_symbols(other) and _equal(Op("div", ratio.items), other, ctx)
     if not isinstance(g, Seq):
         assert isinstance(p, Seq)
         if _kind(p) == "list" and 1 < len(p.items) <= 4:
@@ -468,6 +478,13 @@ def _percent_equal(g: Node, p: Node, ctx: Comparison) -> bool:
         return _scalar_equal(g.arg, p.arg, ctx)
     g_value, p_value = (_percent_as(n, ctx.percent) for n in (g, p))
     return _equal(g_value, p_value, ctx)
+
+
+def _signed_percent(node: Node) -> Node:
+    """`-20\\%` parsed as -(20%) is the percent -20%."""
+    if isinstance(node, Op) and node.op == "neg" and isinstance(node.args[0], Pct):
+        return Pct(Op("neg", (node.args[0].arg,)))
+    return node
 
 
 def _percent_as(node: Node, rule: str) -> Node:

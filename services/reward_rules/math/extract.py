@@ -170,6 +170,15 @@ _FILLER = re.compile(
 )
 
 
+# A later correction of an announced answer: "no, it is 42", "actually, it's 7", "wait: 12".
+_CORRECTION = re.compile(
+    r"(?:^|[\s.,;!?])(?:no|nope|actually|wait|oops|correction|sorry|I\s+mean)"
+    r"(?:[,:!]\s*|\s+(?=it|that))(?:it(?:'s|\s+is|\s+should\s+be)\s+|that\s+should\s+be\s+)?"
+    r"\$?(-?\d+(?:\.\d+)?(?:/\d+)?)\$?(?=\s*(?:[.!。]|$))",
+    re.I,
+)
+
+
 def _after_anchor(segment: str) -> str:
     """The answer announced right after "the answer is": a math span or the clause."""
     segment = _FILLER.sub("", segment.lstrip(" *:"))
@@ -191,6 +200,10 @@ def anchored(text: str, raw: bool = False) -> str | None:
     last = last_match(_ANCHOR.finditer(text))
     if last is None:
         return None
+    correction = last_match(_CORRECTION.finditer(text, last.end(), last.end() + 600))
+    if correction is not None and not raw:
+        # "the answer is 24, but let me double-check... no, it is 42": the correction stands.
+        return correction.group(1)
     answer = _after_anchor(text[last.end() :])
     answer = re.sub(r"^#{2,}\s*", "", answer) if answer else answer  # "the answer is #### 12"
     if not answer:

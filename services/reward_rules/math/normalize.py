@@ -43,7 +43,7 @@ _LEADING_CURRENCY = re.compile(r"^(?:[€£¥₹₩₽$]|US\$|USD|EUR|RMB|Rs\.?)
 _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
 # "∴ x = 18", "\\Rightarrow x = 18": a conclusion marker before the answer.
 _LEADING_ARROW = re.compile(
-    r"^(?:[∴⇒→⟹]|=>|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
+    r"^(?:[∴⇒→⟹≈]|=>|\\approx(?![a-zA-Z])|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
 )
 # "3 (three)", "12 (in total)": words in parentheses after an answer are an aside.
 _TRAILING_ASIDE = re.compile(r"^(.*?\S)\s+\((?:[a-zA-Z]{3,}\s*){1,4}\)$")
@@ -304,8 +304,17 @@ def _unwrap_text_commands(text: str) -> str:
     return "".join(out)
 
 
+_SPLIT_UNIT = re.compile(
+    r"\\(?:text|mathrm|mbox)\s*\{\s*([A-Za-z]{1,12})\s*\}\s*/\s*\\(?:text|mathrm|mbox)\s*\{\s*([A-Za-z]{1,12})\s*\}"
+)
+_UNIT_SLASH = re.compile(r"(?<=[A-Za-z]) *\/ *(?=[A-Za-z])")
+
+
 def _strip_units(text: str) -> str:
     """`5\\text{ cm}^2` and `12 apples` -> `5`, `12`; a lone word stays (it may be the answer)."""
+    if "/" in text:
+        # `\\mathrm{km}/\\mathrm{h}` and `km / h` are the unit `km/h`.
+        text = _UNIT_SLASH.sub("/", _SPLIT_UNIT.sub(r"\\text{\1/\2}", text))
     for _ in range(3):
         match = _TRAILING_TEXT.match(text)
         if not match or not match.group("head").strip():
