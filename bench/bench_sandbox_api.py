@@ -6,10 +6,12 @@ against the same programs run bare (a subprocess each, no sandbox), same machine
 Starts `python -m services.reward_rules` on loopback (its default code grader: bwrap, seccomp,
 cgroups, workers = CPU count + 2), then runs `--calls` stdio programs through veRL's
 `call_sandbox_api` (a thread each, `--concurrency` at once, as veRL's reward path does with its
-semaphore of 64 to 128), half Python and half C++ (C++ programs compiled once each by a warm-up
+semaphore of 64 to 128), alternating `--languages` (C++ programs compiled once each by a warm-up
 call: the compile cache), and the same programs bare with the same concurrency (Python: the
 same interpreter; C++: the same g++ flags, compiled once before timing). Prints calls/s of each and
-the ratio. With .venv's python (no veRL) it posts the same body with `requests` instead.
+the ratio. Python runs served are forks of the sandbox's warm interpreter (no interpreter start),
+bare ones start `python3` each: that half is faster served than bare. With .venv's python (no veRL)
+it posts the same body with `requests` instead.
 """
 
 from __future__ import annotations
@@ -72,12 +74,12 @@ def verl_client() -> tuple[Callable[..., tuple[Any, Any]], str]:
     return call_sandbox_api, "veRL 0.9.1 call_sandbox_api"
 
 
-def workload(calls: int) -> list[tuple[str, str, str, str]]:
+def workload(calls: int, languages: list[str]) -> list[tuple[str, str, str, str]]:
     """(language, code, stdin, expected stdout)."""
     work = []
     for i in range(calls):
         k = i % VARIANTS
-        language = "python" if i % 2 == 0 else "cpp"
+        language = languages[i % len(languages)]
         code = (PY if language == "python" else CPP).format(k=k)
         work.append((language, code, f"{i} 7\n", f"{i * k + 7}\n"))
     return work
@@ -125,6 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--languages", default="python,cpp", help="comma-separated: python, cpp")
     args = parser.parse_args()
     http = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
@@ -138,7 +141,8 @@ def main() -> None:
     )
     base = f"http://127.0.0.1:{http}"
     _, client = verl_client()
-    work = workload(args.calls)
+    languages = args.languages.split(",")
+    work = workload(args.calls, languages)
     with (
         ServiceProcess(
             [sys.executable, "-m", "services.reward_rules"], f"{base}/readyz", env=env, start_timeout_s=120
@@ -146,11 +150,14 @@ def main() -> None:
         tempfile.TemporaryDirectory() as directory,
     ):
         url = f"{base}/run_code"
-        run_served(url, workload(2 * VARIANTS), 2 * VARIANTS)  # warm-up: every C++ program compiled once
+        run_served(
+            url, workload(2 * VARIANTS, ["python", "cpp"]), 2 * VARIANTS
+        )  # warm-up: every C++ program compiled once
         served_s, served_ok = run_served(url, work, args.concurrency)
         bare_s, bare_ok = run_bare(work, args.concurrency, directory)
     n, cpus = args.calls, os.cpu_count()
-    print(f"client: {client}; {n} calls (half Python, half C++), {args.concurrency} at once, {cpus} CPUs")
+    shape = f"{n} calls ({'/'.join(languages)} alternating), {args.concurrency} at once"
+    print(f"client: {client}; {shape}, {cpus} CPUs")
     print(f"served /run_code: {served_s:6.2f} s  {n / served_s:7.1f} calls/s  correct {served_ok}/{n}")
     print(f"bare subprocess:  {bare_s:6.2f} s  {n / bare_s:7.1f} calls/s  correct {bare_ok}/{n}")
     print(f"ratio served/bare: {bare_s / served_s:.2f}x")
