@@ -478,8 +478,15 @@ class UpstreamPool:
             if remaining <= 0:
                 raise self._failure(errors, attempts, timed_out=True)
             await asyncio.wait(probes, timeout=remaining)
+            if all(u.cooling(time.monotonic()) for u in usable):
+                # The probe answered for every call waiting on it: the upstream is still down. Waiting
+                # for the next probe's turn would hold each of them to its deadline (a batch of n
+                # samples, one probe per probe_interval_s, every one of them a TIMEOUT).
+                errors.append("the upstream's half-open probe failed: still paused")
+                raise self._failure(errors, attempts, timed_out=False)
             return
-        ready_at = min(u.next_try() for u in usable)  # the end of a pause, or a probe's turn
+        # While paused, a call waits only for the pause's end (never for a probe's turn: fail fast).
+        ready_at = min(u.cooling_until for u in usable)
         delay = max(delay, ready_at - now)
         if now + delay > deadline - MIN_ATTEMPT_S:
             if ready_at - now > deadline - now:
