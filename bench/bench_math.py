@@ -204,10 +204,12 @@ def labelled_corpora(mv_sample: int) -> list[tuple[str, list[Sample], list[bool]
     """(name, samples, labels, Math-Verify stride) for every labelled corpus at hand."""
     from tests.reward_rules.math_corpus import CASES
     from tests.reward_rules.math_gen.generate import CORPUS
+    from tests.reward_rules.math_probes import PROBES
     from tests.reward_rules.test_math_answers import CASES as ANSWERS
 
     hand = [(label, response, correct) for _, label, response, correct in CASES + ANSWERS]
     corpora = [("hand-written", hand, 1)]
+    corpora.append(("probes", [(label, response, correct) for _, label, response, correct in PROBES], 1))
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     generated = [(r["reference"], r["response"], r["expected"]) for r in rows]
     corpora.append(("differential", generated, mv_sample))

@@ -28,7 +28,7 @@ from services.reward_rules.math.extract import (
 from services.reward_rules.math.nodes import FUNCTION_NAMES, Node, Num, Op, Rel, Seq, Text
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
 from services.reward_rules.math.parse import ParseError, parse_answer
-from services.reward_rules.math.sentences import PROSE_WORD, closing_words, leading_yes_no
+from services.reward_rules.math.sentences import PROSE_WORD, closing_words, leading_yes_no, states_phrase
 
 __all__ = ["GradeOptions", "Outcome", "grade"]
 
@@ -333,6 +333,8 @@ def _grade_extraction(
         words = closing_words(tail) if extraction.source.endswith(("last_number", "last_math")) else None
         if words is not None:
             candidates.append(clean_answer(words))
+        if not extraction.source.endswith("answer_tag") and states_phrase(tail, reference.answers[0]):
+            candidates.append(reference.answers[0])  # "There are infinitely many solutions."
     if extraction.source.endswith(("answer_phrase", "whole", "answer_tag")):
         leading = _LEADING_NUMBER.match(pred) if _parsed(pred) is None else None
         if leading:

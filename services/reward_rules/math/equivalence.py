@@ -115,9 +115,18 @@ def _equal(g: Node, p: Node, ctx: Comparison) -> bool:
 
 
 # -- words --------------------------------------------------------------------------------
+# Abbreviations answers use for the same words.
+_WORD_SYNONYMS = {"dne": "doesnotexist", "undefined": "doesnotexist", "nosolutions": "nosolution"}
+
+
+def _word_key(text: str) -> str:
+    key = text_key(text)
+    return _WORD_SYNONYMS.get(key, key)
+
+
 def _text_equal(g: Node, p: Node, ctx: Comparison) -> bool:
     if isinstance(g, Text) and isinstance(p, Text):
-        if text_key(g.text) == text_key(p.text) and text_key(g.text):
+        if _word_key(g.text) == _word_key(p.text) and text_key(g.text):
             ctx.methods.append("text")
             return True
         return False

@@ -48,6 +48,7 @@ _ANSWER_TAG_CLOSE = re.compile(r"</answer>", re.I)
 _ANCHOR = re.compile(
     r"(?:(?:final\s+answer|the\s+answer|answer|final\s+result|final)\s*(?:\([^()\n]{0,30}\)\s*)?"
     r"(?:\*\*)?\s*(?:is|:|=|would\s+be|will\s+be|should\s+be|must\s+be)\s*[:=]?"
+    r"|(?:final\s+answers|the\s+answers)\s*(?:\*\*)?\s*(?:are|:)\s*:?"
     r"|(?<![a-z])(?:r[ée]ponse|respuesta|resposta|risposta)(?:\s+(?:finale?|correcte|correcta|correta|corretta))?"
     r"\s*(?:\*\*)?\s*(?:est|es|é|è|:|=)\s*[:=]?"
     r"|(?<![a-z])(?:endg[üu]ltige\s+)?antwort\s*(?:\*\*)?\s*(?:ist|lautet|:|=)\s*[:=]?"
@@ -229,6 +230,8 @@ def extract_answer(response: str) -> Extraction | None:
     boxed = extract_boxed(text)
     if boxed is not None:
         return Extraction(boxed, source_prefix + "boxed")
+    if "$" in text:
+        text = _drop_currency_spans(text)
     announced = anchored(text[-TAIL:])
     if announced is not None:
         return Extraction(_unbold(announced), source_prefix + "answer_phrase")
@@ -255,6 +258,26 @@ def extract_answer(response: str) -> Extraction | None:
         if counted is not None:
             return Extraction(counted, source_prefix + "number_word")
     return Extraction(stated_word(stripped), source_prefix + "whole") if short else None
+
+
+def _drop_currency_spans(text: str) -> str:
+    """`pays $15 for 3 items, so each costs $5`: dollar signs of amounts, not math delimiters.
+
+    A `$...$` pair whose inside starts with a number and reads as prose loses both signs.
+    """
+    cuts: list[int] = []
+    for span in MATH_SPAN.finditer(text):
+        inner = span.group(4)
+        if inner is not None and inner[:1].isdigit() and len(PROSE_WORD.findall(inner)) >= 2:
+            cuts.extend((span.start(), span.end() - 1))
+    if not cuts:
+        return text
+    pieces, last = [], 0
+    for cut in cuts:
+        pieces.append(text[last:cut])
+        last = cut + 1
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _unbold(text: str) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "span_run",
     "span_text",
     "stated_word",
+    "states_phrase",
 ]
 
 
@@ -317,3 +318,40 @@ def leading_yes_no(tail: str) -> str | None:
         if found is not None:
             return found.group(1)
     return None
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def states_phrase(tail: str, phrase: str) -> bool:
+    """Whether the last sentence says `phrase` ("infinitely many", "no solution") in its words.
+
+    "There are infinitely many solutions." and "The equation has no real solutions." state
+    them (plurals, and one word between, allowed); "not infinitely many" does not.
+    """
+    wanted = [_stem(w) for w in re.findall(r"[a-z]+", phrase.lower())]
+    if not 2 <= len(wanted) <= 4:
+        return False
+    starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
+    sentence = next(
+        (
+            tail[a:b]
+            for a, b in reversed(list(zip(starts, [*starts[1:], len(tail)], strict=True)))
+            if tail[a:b].strip()
+        ),
+        "",
+    )
+    words = [_stem(w) for w in re.findall(r"[a-z]+", sentence.lower())[:200]]
+    for start, word in enumerate(words):
+        if word != wanted[0] or (start and words[start - 1] in ("not", "no", "never")):
+            continue
+        position, matched = start, 1
+        while matched < len(wanted):
+            nxt = [k for k in (position + 1, position + 2) if k < len(words) and words[k] == wanted[matched]]
+            if not nxt:
+                break
+            position, matched = nxt[0], matched + 1
+        if matched == len(wanted):
+            return True
+    return False
