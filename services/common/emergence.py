@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from services.common.settings import EmergenceSettings
-from services.common.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats
+from services.common.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats, words
 
 __all__ = ["EmergenceStats", "repeated_ngram_ratio", "slug", "strip_eos"]
 
@@ -82,19 +82,20 @@ class EmergenceStats:
         logs = dict(self._zeros)
         lowered = text.lower()
         total = self._count_keywords(lowered, logs)
-        # Whitespace words: 4x cheaper than a regex, same trends; counted in bounded memory.
-        words = token_stats(lowered, str.split, self._settings.repetition_ngram)
+        # Whitespace words (4x cheaper than a regex, same trends), each CJK/Thai/... character and
+        # each WORD_CAP piece of a longer run a word (textscan.words); counted in bounded memory.
+        counted = token_stats(lowered, words, self._settings.repetition_ngram)
         logs.update(
             {
                 "reflect/total": float(total),
                 "reflect/any": 1.0 if total else 0.0,
                 "response/chars": float(len(text)),
-                "response/words": float(words.count),
+                "response/words": float(counted.count),
                 "response/stopped": 1.0 if stopped else 0.0,
                 "format/think": 1.0 if has_pair(text, "<think>", "</think>") else 0.0,
                 "format/answer_tag": 1.0 if has_pair(text, "<answer>", "</answer>") else 0.0,
                 "format/boxed": 1.0 if _BOXED_RE.search(text) else 0.0,
-                "response/repetition": words.repetition,
+                "response/repetition": counted.repetition,
             }
         )
         return logs

@@ -27,17 +27,18 @@ from services.common.emergence import strip_eos
 from services.common.grader import GraderBase, config_hash
 from services.common.offload import maybe_off_loop
 from services.common.settings import DEFAULT_EOS_MARKERS
-from services.common.textscan import pair_contents, token_stats
+from services.common.textscan import pair_contents, token_stats, tokens
 
 VERSION = "1.1.0"
 
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# A pre-tokenizer's view of the text: each word, and each punctuation mark, symbol or emoji on its
-# own (as BPE tokenizers split them). Counting `\w+` words alone let a response that loops on
-# "?!" or "." (no words at all) escape the overlong and repetition penalties.
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+# A pre-tokenizer's view of the text (textscan.tokens): each word, and each punctuation mark, symbol
+# or emoji on its own (as BPE tokenizers split them); each character of a script written without
+# spaces (CJK, Thai, ...); a word longer than textscan.WORD_CAP as its pieces. Counting `\w+` words
+# alone let a response that loops on "?!" or "." (no words at all), or on "让我再检查一遍" or
+# "0123456789" without spaces, escape the overlong and repetition penalties.
 
 LOG_KEYS = (
     "rules/format_ok",
@@ -64,7 +65,8 @@ class FormatRulesSettings(BaseModel):
     overlong_penalty_factor: float = Field(default=1.0, ge=0)
     length_unit: Literal["tokens", "chars", "words"] = Field(
         default="tokens",
-        description="tokens: words and each punctuation mark/symbol/emoji; 'words' is an alias of "
+        description="tokens: words (cut at 20 characters), each punctuation mark/symbol/emoji and each "
+        "CJK/Thai/... character; 'words' is an alias of "
         "'tokens' kept for older configs",
     )
     repetition_ngram: int = Field(default=4, ge=1)
@@ -169,12 +171,12 @@ class FormatGrader(GraderBase):
             problems.append("no \\boxed{} in the final answer")
         format_ok = not problems
 
-        tokens = token_stats(text.lower(), _TOKEN_RE.findall, config.repetition_ngram)
-        length = len(text) if config.length_unit == "chars" else tokens.count
+        counted = token_stats(text.lower(), tokens, config.repetition_ngram)
+        length = len(text) if config.length_unit == "chars" else counted.count
         length_pen = overlong_penalty(
             length, config.max_length, config.overlong_buffer, config.overlong_penalty_factor
         )
-        ratio = tokens.repetition
+        ratio = counted.repetition
         repeat_pen = repetition_penalty(ratio, config.repetition_threshold, config.repetition_penalty)
 
         base = config.format_reward if format_ok else config.format_error_reward

@@ -14,7 +14,15 @@ import pytest
 from services.common.contract import Sample
 from services.common.emergence import EmergenceStats
 from services.common.settings import EmergenceSettings
-from services.common.textscan import REPETITION_WINDOW, chunks, has_pair, pair_contents, token_stats
+from services.common.textscan import (
+    REPETITION_WINDOW,
+    chunks,
+    has_pair,
+    pair_contents,
+    token_stats,
+    tokens,
+    words,
+)
 from services.reward_rules.format_rules import FormatGrader, FormatRulesSettings
 
 FLAGS = re.DOTALL | re.IGNORECASE
@@ -97,3 +105,44 @@ def test_keywords_across_slice_cuts_are_counted_once(monkeypatch: pytest.MonkeyP
     sliced = EmergenceStats(EmergenceSettings()).compute(text)
     assert sliced == whole
     assert whole["reflect/let_me_reconsider"] == 40_000 and whole["reflect/wait"] == 40_000
+
+
+# -- loops without spaces: CJK, Thai, Hangul, digits, underscores (counted as a spaced loop) --------
+
+NO_SPACE_LOOPS = {
+    "han": "让我再检查一遍" * 20_000,
+    "kana": "もう一度確認します" * 15_000,
+    "hangul": "다시확인해보자" * 20_000,
+    "thai": "ให้ฉันตรวจสอบอีกครั้ง" * 6_000,
+    "digits": "0123456789" * 20_000,
+    "underscores": "let_me_check_again_" * 8_000,
+    "letters": "letmecheckagain" * 10_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_SPACE_LOOPS))
+def test_a_loop_without_spaces_is_penalised_like_a_spaced_loop(name: str) -> None:
+    grader = FormatGrader(
+        FormatRulesSettings(
+            max_length=4000, overlong_buffer=1000, overlong_penalty_factor=1.0, repetition_penalty=1.0
+        )
+    )
+    result = grader.grade(Sample(prompt="Q", response=f"<think>{NO_SPACE_LOOPS[name]}</think> 4"))
+    assert result.logs["rules/length"] > 4000, result.logs
+    assert result.logs["rules/repetition"] > 0.9, result.logs
+    assert result.reward < -0.9, result.detail
+
+
+@pytest.mark.parametrize("name", sorted(NO_SPACE_LOOPS))
+def test_emergence_counts_a_loop_without_spaces_as_many_repeated_words(name: str) -> None:
+    logs = EmergenceStats(EmergenceSettings()).compute(NO_SPACE_LOOPS[name])
+    assert logs["response/words"] > 4000, logs
+    assert logs["response/repetition"] > 0.9, logs
+
+
+def test_ordinary_text_is_counted_as_before() -> None:
+    text = "Let me check: 2+2 is 4, so the answer_key is 4. Reconsider!"
+    assert words(text) == text.split()
+    assert tokens(text.lower()) == re.findall(r"\w+|[^\w\s]", text.lower())
+    assert words("答案是 4") == ["答", "案", "是", "4"]
+    assert tokens("a" * 45) == ["a" * 20, "a" * 20, "a" * 5]
