@@ -171,6 +171,8 @@ def _is_condition(text: str, start: int, value: str) -> bool:
     before = text[max(0, start - 40) : start]
     if _QUANTIFIED.search(before) is not None:
         return True
+    if ("\\to" in value or "→" in value) and re.search(r"(?:^|\s)as\s*\$?\s*$", before, re.I):
+        return True  # "The limit is $0$ as $n \\to \\infty$."
     before = before[-24:]
     if _ASSIGNED.match(value) is not None:
         return _CONDITION.search(before) is not None
