@@ -1046,3 +1046,100 @@ p("base5", "123_4", "$\\boxed{27}$", False)  # the digits were asked for
 p("trigdeg", "\\frac{1}{2}", "$\\boxed{\\cos 60^\\circ}$", True)
 p("trigdeg", "\\frac{1}{2}", "$\\boxed{\\sin 60^\\circ}$", False)
 p("trigdeg", "1", "$\\boxed{\\tan 45^\\circ}$", True)
+
+
+# -- round 6: Math-Verify- and lighteval-style outputs, GSM8K sentences, matrices, scientific -----
+p("mvstyle", "\\{1,2\\}", "$\\boxed{\\{1,2\\}}$", True)
+p("mvstyle", "\\{1,2\\}", "$\\boxed{\\{1,3\\}}$", False)
+p("mvstyle", "1,2", "$x=1 \\text{ and } x=2$", True)
+p("mvstyle", "1,2", "$x=1 \\text{ and } x=3$", False)
+p("mvstyle", "\\frac{\\sqrt{505}}{7}", "$\\boxed{\\frac{\\sqrt{505}}{7}}$", True)
+p("mvstyle", "\\frac{\\sqrt{505}}{7}", "$\\boxed{\\sqrt{\\frac{505}{49}}}$", True)
+p("mvstyle", "\\frac{\\sqrt{505}}{7}", "$\\boxed{\\frac{\\sqrt{505}}{5}}$", False)
+p("mvstyle", "x^2", "$$ \\boxed{x^2} $$", True)
+p("mvstyle", "x^2", "$$ \\boxed{x^3} $$", False)
+p("mvstyle", "\\frac{1}{\\sqrt{3}}", "$\\boxed{\\dfrac{\\sqrt{3}}{3}}$", True)
+p("mvstyle", "\\frac{1}{2}", "$$\\frac{1}{2} = 0.5$$", True)
+p("mvstyle", "-\\infty", "The answer is $-\\infty$.", True)
+p("mvstyle", "-\\infty", "The answer is $\\infty$.", False)
+p("mvstyle", "[1,\\infty)", "$\\boxed{\\left[ 1, \\infty \\right)}$", True)
+p("mvstyle", "[1,\\infty)", "$\\boxed{x \\geq 1}$", True)
+p("mvstyle", "[1,\\infty)", "$\\boxed{x > 1}$", False)
+p("mvstyle", "(1, 2] \\cup [3, 4)", "$\\boxed{(1,2]\\cup[3,4)}$", True)
+p("mvstyle", "(1, 2] \\cup [3, 4)", "$\\boxed{[3,4)\\cup(1,2]}$", True)
+p("mvstyle", "(1, 2] \\cup [3, 4)", "$\\boxed{(1,2)\\cup[3,4)}$", False)
+p("mvstyle", "(0,1) \\cup (2,3)", "$\\boxed{x \\in (0,1) \\cup (2,3)}$", True)
+p("mvstyle", "(0, \\infty)", "$\\boxed{\\{x : x > 0\\}}$", True)
+p("mvstyle", "(0, \\infty)", "$\\boxed{\\{x \\mid x \\ge 0\\}}$", False)
+p("light", "5", "the answer is 5.", True)
+p("light", "5", "Answer: $5$", True)
+p("light", "5", "**Answer:** 5", True)
+p("light", "5", "\\textbf{Answer:} 5", True)
+p("light", "5", "**Answer:** 6", False)
+p("light", "5", "Final answer: 5", True)
+p("light", "5", "FINAL ANSWER: 5", True)
+p("light", "5", "Final answer: 55", False)
+p("light", "5", "## Final Answer\n5", True)
+p("light", "5", "## Final Answer\n\\boxed{5}", True)
+p("light", "5", "## Final Answer\n\\boxed{6}", False)
+p("light", "\\frac{\\pi}{6}", "**Final Answer**\n\\[ \\boxed{\\dfrac{\\pi}{6}} \\]", True)
+p("light", "\\frac{\\pi}{6}", "**Final Answer**\n\\[ \\boxed{\\dfrac{\\pi}{3}} \\]", False)
+p(
+    "light",
+    "(3, \\frac{\\pi}{2})",
+    "**Final Answer**\n\\[ \\boxed{\\left( 3, \\frac{\\pi}{2} \\right)} \\]",
+    True,
+)
+p(
+    "light",
+    "(3, \\frac{\\pi}{2})",
+    "**Final Answer**\n\\[ \\boxed{\\left( 3, \\frac{\\pi}{4} \\right)} \\]",
+    False,
+)
+p("gsm6", "18", "The answer is 18.", True)
+p("gsm6", "18", "The answer is 18 dollars.", True)
+p("gsm6", "18", "The answer is $18.", True)
+p("gsm6", "18", "The answer is 18 eggs per day.", True)
+p("gsm6", "18", "The answer is 16 eggs per day.", False)
+p("gsm6", "18", "So she makes 9 * 2 = $18 every day at the farmers' market.", True)
+p("gsm6", "18", "So she makes 9 * 2 = $16 every day at the farmers' market.", False)
+p("gsm6", "624", "Total = 4 * 156 = 624 pages.\nThe answer is 624", True)
+p("gsm6", "624", "Total = 4 * 156 = 624 pages.\nThe answer is 642", False)
+p("gsm6", "3", "He needs 3 more hours to finish the 12-page report.", True)
+p("gsm6", "3", "Each bag weighs 3 kg, so in 4 days she carries 12 kg.", False)
+p("gsm6", "12", "Each bag weighs 3 kg, so in 4 days she carries 12 kg.", True)
+p(
+    "matrix6",
+    "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}}$",
+    True,
+)
+p(
+    "matrix6",
+    "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}$",
+    False,
+)
+p(
+    "matrix6",
+    "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+    "$\\boxed{\\left[\\begin{matrix}1&2\\\\3&4\\end{matrix}\\right]}$",
+    True,
+)
+p(
+    "matrix6",
+    "\\begin{pmatrix} 0.5 \\\\ 0.25 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix} \\frac12 \\\\ \\frac14 \\end{pmatrix}}$",
+    True,
+)
+p(
+    "matrix6",
+    "\\begin{pmatrix} 0.5 \\\\ 0.25 \\end{pmatrix}",
+    "$\\boxed{\\begin{pmatrix} \\frac12 \\\\ \\frac13 \\end{pmatrix}}$",
+    False,
+)
+p("sci6", "1.2\\times 10^{-5}", "$\\boxed{1.2 \\times 10^{-5}}$", True)
+p("sci6", "1.2\\times 10^{-5}", "$\\boxed{0.000012}$", True)
+p("sci6", "1.2\\times 10^{-5}", "$\\boxed{1.2E-5}$", True)
+p("sci6", "1.2\\times 10^{-5}", "$\\boxed{1.2 \\times 10^{5}}$", False)
+p("sci6", "1.2\\times 10^{-5}", "$\\boxed{12 \\times 10^{-6}}$", True)

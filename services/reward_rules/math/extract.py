@@ -182,7 +182,7 @@ _CORRECTION = re.compile(
 
 def _after_anchor(segment: str) -> str:
     """The answer announced right after "the answer is": a math span or the clause."""
-    segment = _FILLER.sub("", segment.lstrip(" *:"))
+    segment = _FILLER.sub("", segment.lstrip(" *:}"))  # `\\textbf{Answer:} 5`
     boxed = extract_boxed(segment[:600])
     if boxed is not None and segment.lstrip().startswith(("\\boxed", "\\fbox", "$\\boxed", "\\(\\boxed")):
         return boxed

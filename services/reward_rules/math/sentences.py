@@ -187,6 +187,9 @@ def _same_sentence(text: str, end: int) -> str:
     return text[breaks[-1] if breaks else 0 : end]
 
 
+_MODIFIER = re.compile(r"-[a-zA-Z]")
+
+
 def _pick_number(sentence: str) -> str | None:
     """The answer-like value of one sentence: the last one not introduced by "in", "dans"..."""
     found = _candidates(sentence)
@@ -199,6 +202,8 @@ def _pick_number(sentence: str) -> str | None:
         and not (k and _is_condition(sentence, m.start(), m.group(0).strip("$")))
         # "1/6 ≈ 0.167": the rounded value restates the one before it.
         and not (k and _APPROX_BEFORE.search(sentence[max(0, m.start() - 12) : m.start()]))
+        # "the 12-page report", "a 5-year-old": a number in a compound modifier describes.
+        and not (len(found) > 1 and _MODIFIER.match(sentence, m.end()) is not None)
     ]
     chosen = (kept or found)[-1]
     groups = [g for g in chosen.groups() if g is not None] if chosen.re is MATH_SPAN else []
