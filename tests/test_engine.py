@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from services.common.cache import MemoryCache
-from services.common.contract import Sample, Status
+from services.common.contract import Result, Sample, Status
 from services.common.engine import ScoringEngine
 from services.common.settings import BatchSettings
 from tests.helpers import ScriptedGrader, server_settings
@@ -161,3 +162,62 @@ async def test_v1_score_says_429_when_everything_was_shed() -> None:
     assert shed.status_code == 429 and shed.headers["retry-after"] == "1"
     assert shed.json()["results"][0]["status"] == "OVERLOADED"
     assert openrlhf.status_code == 200 and openrlhf.json()["extra_logs"]["status/overloaded"] == [1.0]
+
+
+async def test_a_joiner_with_a_later_deadline_gets_its_own_time() -> None:
+    # Caller A (0.2 s) submits a sample that takes 0.6 s; B (5 s) joins the flight 50 ms later. The
+    # shared work ends at A's deadline: B's answer is a result, not A's TIMEOUT.
+    engine = await make_engine(ScriptedGrader(), deadline_s=10)
+    sample = Sample(response="slow:0.6")
+
+    async def late() -> list[Result]:
+        await asyncio.sleep(0.05)
+        return await engine.score([sample], timeout_s=5)
+
+    [a], [b] = await asyncio.gather(engine.score([sample], timeout_s=0.2), late())
+    await engine.stop()
+    assert a.status is Status.TIMEOUT
+    assert b.status is Status.OK and b.reward == len("slow:0.6")
+
+
+class _Watched(ScriptedGrader):
+    """Records grader work that was cancelled (nobody waited for it any more)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = 0
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        try:
+            return await super().score(samples)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+async def test_work_nobody_waits_for_is_cancelled() -> None:
+    grader = _Watched()
+    engine = await make_engine(grader, deadline_s=30)
+    caller = asyncio.create_task(engine.score([Sample(response="hang")]))
+    await asyncio.sleep(0.1)  # batched and in the grader
+    caller.cancel()  # the client hung up (HTTP disconnect, gRPC cancel)
+    for _ in range(50):
+        if grader.cancelled:
+            break
+        await asyncio.sleep(0.02)
+    assert grader.cancelled == 1
+    assert not engine._inflight  # the flight is gone: the next identical sample starts afresh
+    await engine.stop()
+
+
+async def test_work_is_kept_while_one_waiter_is_left() -> None:
+    grader = _Watched()
+    engine = await make_engine(grader, deadline_s=30)
+    sample = Sample(response="slow:0.3")
+    gone = asyncio.create_task(engine.score([sample]))
+    stays = asyncio.create_task(engine.score([sample]))
+    await asyncio.sleep(0.1)
+    gone.cancel()
+    [result] = await stays
+    await engine.stop()
+    assert result.status is Status.OK and grader.cancelled == 0

@@ -109,6 +109,23 @@ class MicroBatcher(Generic[T, R]):
             task = asyncio.create_task(self._run_batch(batch))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            self._cancel_when_abandoned(batch, task)
+
+    @staticmethod
+    def _cancel_when_abandoned(batch: list[_Item[T, R]], task: asyncio.Task[None]) -> None:
+        """Cancel the batch's work once every item's future is cancelled (nobody waits for any of
+        its samples: callers that hung up): a judge's upstream call or a sandbox run stops there
+        instead of holding its slot until the deadline."""
+        left = [len(batch)]
+
+        def done(future: asyncio.Future[R]) -> None:
+            if future.cancelled():
+                left[0] -= 1
+                if left[0] == 0 and not task.done():
+                    task.cancel()
+
+        for item in batch:
+            item.future.add_done_callback(done)
 
     def _take_batch(self) -> list[_Item[T, R]]:
         now = time.monotonic()
@@ -144,6 +161,8 @@ class MicroBatcher(Generic[T, R]):
             for item in batch:
                 if not item.future.done():
                     item.future.set_exception(error)
+            if isinstance(exc, asyncio.CancelledError) and all(item.future.cancelled() for item in batch):
+                return  # abandoned by every caller (_cancel_when_abandoned): nothing to report
             if not isinstance(exc, Exception):
                 raise
         else:

@@ -59,6 +59,19 @@ class _Job:
     deadline: float
 
 
+@dataclass(slots=True)
+class _Flight:
+    """A sample's work in flight, shared by every caller waiting for an identical sample.
+
+    `deadline` is the one its job was submitted with (the first caller's); `waiters` counts the
+    callers still waiting: when the last one goes (a client that hung up), the work is cancelled.
+    """
+
+    future: asyncio.Future[Result]
+    deadline: float
+    waiters: int = 0
+
+
 class ScoringEngine:
     def __init__(
         self,
@@ -78,7 +91,7 @@ class ScoringEngine:
         self.emergence = EmergenceStats(emergence)
         self.eos_markers: tuple[str, ...] = tuple(emergence.eos_markers)
         self.batcher: MicroBatcher[_Job, Result] = MicroBatcher(self._grade_batch, server.batch, self.metrics)
-        self._inflight: dict[str, asyncio.Future[Result]] = {}
+        self._inflight: dict[str, _Flight] = {}
         self._background: set[asyncio.Task[None]] = set()
         self.log_keys = self._all_log_keys()
         if isinstance(grader, HasMetrics):
@@ -140,37 +153,30 @@ class ScoringEngine:
         keys = [cache_key(info, sample) for sample in samples]
         hits = await self.cache.get_many(keys) if shared else [None] * len(samples)
         results: list[Result | None] = list(hits)
-        pending: dict[int, asyncio.Future[Result]] = {}
         hit_count = sum(1 for hit in hits if hit is not None)
         if hit_count:
             self.metrics.cache.labels("hit").inc(hit_count)
         if hit_count < len(hits):
             self.metrics.cache.labels("miss").inc(len(hits) - hit_count)
-        for index, (key, hit) in enumerate(zip(keys, hits, strict=True)):
-            if hit is not None:
-                continue
-            future = self._inflight.get(key) if shared else None
-            if future is None:
-                try:
-                    future = self.batcher.submit(_Job(samples[index], deadline), deadline)
-                except QueueFullError as exc:
-                    results[index] = self.fallback(Status.OVERLOADED, f"{exc}; retry later or add replicas")
-                    continue
-                except BatcherClosedError as exc:
-                    results[index] = self.fallback(Status.OVERLOADED, str(exc))
-                    continue
-                if shared:
-                    self._inflight[key] = future
-                future.add_done_callback(self._forget(key if shared else None))
-            pending[index] = future
-        if pending:
-            await asyncio.wait(set(pending.values()), timeout=max(0.0, deadline - time.monotonic()))
+        flights: dict[int, _Flight] = {}
         fresh: list[tuple[str, Result]] = []
-        for index, future in pending.items():
-            result = self._outcome(future, budget)
-            results[index] = result
-            if result.status is Status.OK and result.cacheable:
-                fresh.append((keys[index], result))
+        try:
+            for index, (key, hit) in enumerate(zip(keys, hits, strict=True)):
+                if hit is None:
+                    flight = self._board(samples[index], key if shared else None, deadline, results, index)
+                    if flight is not None:
+                        flights[index] = flight
+            await self._wait(flights, samples, keys, shared, deadline, results)
+            for index, flight in flights.items():
+                result = self._outcome(flight.future, budget)
+                results[index] = result
+                if result.status is Status.OK and result.cacheable:
+                    fresh.append((keys[index], result))
+        finally:
+            # Whoever still waits keeps the work; nobody left (past the deadline, or a caller that
+            # hung up and cancelled this coroutine): it is cancelled rather than run to its deadline.
+            for flight in flights.values():
+                self._leave(flight)
         if fresh and shared:
             self._in_background(self.cache.set_many(fresh))
         final = [
@@ -189,6 +195,64 @@ class ScoringEngine:
             except Exception:  # an observer (stats, logging) never costs a reward
                 log.exception("result observer failed")
         return final
+
+    def _board(
+        self, sample: Sample, key: str | None, deadline: float, results: list[Result | None], index: int
+    ) -> _Flight | None:
+        """Join the flight of an identical sample (`key`), or submit the sample; None: shed."""
+        flight = self._inflight.get(key) if key is not None else None
+        if flight is None or flight.future.done():
+            try:
+                future = self.batcher.submit(_Job(sample, deadline), deadline)
+            except QueueFullError as exc:
+                results[index] = self.fallback(Status.OVERLOADED, f"{exc}; retry later or add replicas")
+                return None
+            except BatcherClosedError as exc:
+                results[index] = self.fallback(Status.OVERLOADED, str(exc))
+                return None
+            flight = _Flight(future, deadline)
+            if key is not None:
+                self._inflight[key] = flight
+            future.add_done_callback(self._forget(key, flight))
+        flight.waiters += 1
+        return flight
+
+    @staticmethod
+    def _leave(flight: _Flight) -> None:
+        flight.waiters -= 1
+        if flight.waiters <= 0 and not flight.future.done():
+            flight.future.cancel()  # queued: never batched; in a batch of only abandoned samples: cancelled
+
+    async def _wait(
+        self,
+        flights: dict[int, _Flight],
+        samples: Sequence[Sample],
+        keys: Sequence[str],
+        shared: bool,
+        deadline: float,
+        results: list[Result | None],
+    ) -> None:
+        """Wait for every flight until `deadline`. A flight joined from an earlier caller with an
+        earlier deadline that ends in a timeout is this caller's too only if its own deadline has
+        passed: with time left, the sample is submitted again under this caller's deadline."""
+        while flights:
+            waiting = {flight.future for flight in flights.values() if not flight.future.done()}
+            if waiting:
+                await asyncio.wait(waiting, timeout=max(0.0, deadline - time.monotonic()))
+            again = [
+                index
+                for index, flight in flights.items()
+                if flight.deadline < deadline and flight.future.done() and _timed_out(flight.future)
+            ]
+            if not again or time.monotonic() >= deadline - 0.01:
+                return
+            for index in again:
+                self._leave(flights.pop(index))
+                flight = self._board(
+                    samples[index], keys[index] if shared else None, deadline, results, index
+                )
+                if flight is not None:
+                    flights[index] = flight
 
     def fallback(self, status: Status, detail: str) -> Result:
         return Result(reward=self.failure_reward(), score=0.0, status=status, detail=detail)
@@ -301,10 +365,10 @@ class ScoringEngine:
             return result.model_copy(update={"logs": logs, "reward": self.failure_reward(), "score": 0.0})
         return result.model_copy(update={"logs": logs})
 
-    def _forget(self, key: str | None) -> Callable[[asyncio.Future[Result]], None]:
+    def _forget(self, key: str | None, flight: _Flight) -> Callable[[asyncio.Future[Result]], None]:
         def done(future: asyncio.Future[Result]) -> None:
-            if key is not None:
-                self._inflight.pop(key, None)
+            if key is not None and self._inflight.get(key) is flight:
+                del self._inflight[key]
             if not future.cancelled():
                 future.exception()  # retrieved: no "never retrieved" noise for abandoned work
 
@@ -314,6 +378,16 @@ class ScoringEngine:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _timed_out(future: asyncio.Future[Result]) -> bool:
+    """Whether a finished flight ended for want of time (its own deadline), not for its sample."""
+    if future.cancelled():
+        return False
+    exc = future.exception()
+    if exc is not None:
+        return isinstance(exc, DeadlineExceededError | TimeoutError)
+    return future.result().status is Status.TIMEOUT
 
 
 def _describe(exc: BaseException) -> str:
