@@ -179,13 +179,21 @@ def _stated_value(rel: Rel) -> Node | None:
     if not named and free_symbols(parts[0]):
         # An equation (`x + y = 10`), unless it is an identity that states a constant:
         # `\\sin^2\\theta + \\cos^2\\theta = 1` states 1.
-        return parts[-1] if "approx" not in ops and _identity(parts) else None
+        # A formula worked out (`-\\frac{b}{a} = -\\frac{-6}{2} = 3`) states its last value.
+        if "approx" not in ops and (_identity(parts) or _worked_out(parts)):
+            return parts[-1]
+        return None
     if "approx" in ops:
         first = ops.index("approx")
         if first == 0 and named:
             return parts[-1] if len(parts) == 2 else parts[1]
         return parts[first]
     return parts[-1]
+
+
+def _worked_out(parts: Sequence[Node]) -> bool:
+    """A chain of three or more sides whose sides after the first are all constants."""
+    return len(parts) >= 3 and not any(free_symbols(part) for part in parts[1:])
 
 
 def _identity(parts: Sequence[Node]) -> bool:

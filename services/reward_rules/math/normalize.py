@@ -43,7 +43,7 @@ _LEADING_CURRENCY = re.compile(r"^(?:[€£¥₹₩₽$]|US\$|USD|EUR|RMB|Rs\.?)
 _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[a-zA-Z{}])")
 # "∴ x = 18", "\\Rightarrow x = 18": a conclusion marker before the answer.
 _LEADING_ARROW = re.compile(
-    r"^(?:[∴⇒→⟹≈]|=>|\\approx(?![a-zA-Z])|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
+    r"^(?:[∴⇒→⟹≈]|=>|=(?![=>])|\\approx(?![a-zA-Z])|\\(?:therefore|Rightarrow|implies|Longrightarrow|to)(?![a-zA-Z]))\s*"
 )
 # "3 (three)", "12 (in total)": words in parentheses after an answer are an aside.
 _TRAILING_ASIDE = re.compile(r"^(.*?\S)\s+\((?:[a-zA-Z]{3,}\s*){1,4}\)$")
