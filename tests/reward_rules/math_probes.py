@@ -1199,3 +1199,64 @@ p("x7", "5", "$\\boxed{a + b = 2 + 3 = 6}$", False)
 p("x7", "6", "$\\boxed{a + b = 2 + 3 = 6}$", True)
 p("x7", "6", "$\\boxed{a + b = 6}$", False)
 p("x7", "21", "Area $= \\frac{1}{2} \\cdot 5 \\cdot 8 = 20$ square units.", False)
+
+
+# -- round 8: R1-style think/answer, nested boxes, code, options with values, powers, word answers --
+p(
+    "r1",
+    "9",
+    "<think>\nOkay, 3 squared is 9. Wait, maybe 6? No, 9.\n</think>\n\nThe answer is $\\boxed{9}$.",
+    True,
+)
+p("r1", "9", "<think>\nOkay, 3 squared is 9.\n</think>\n\nThe answer is $\\boxed{6}$.", False)
+p("r1", "9", "<think>\nOkay, 3 squared is 9.\n</think>\n<answer>9</answer>", True)
+p("r1", "9", "<think>\nOkay, 3 squared is 9.\n</think>\n<answer>\n$9$\n</answer>", True)
+p("r1", "9", "<think>\nOkay, 3 squared is 9.\n</think>\n<answer>6</answer>", False)
+p("r1", "9", "<think>\nOkay, 3 squared is 9. Then we multiply by 2 to get 18 and", False)
+p("nest", "5", "$\\boxed{\\boxed{5}}$", True)
+p("nest", "5", "$\\boxed{5}.$", True)
+p("nest", "\\frac{1}{2}", "\\boxed{\\frac{1}{2}}}", True)
+p("nest", "\\{1, 2\\}", "$\\boxed{\\left\\{1, 2\\right\\}}$", True)
+p("nest", "\\{1, 2\\}", "$\\boxed{\\left\\{1, 3\\right\\}}$", False)
+p("code", "55", "```python\nprint(sum(range(11)))\n```\nOutput: 55\n\nSo the answer is 55.", True)
+p("code", "55", "```python\nprint(sum(range(11)))\n```\nOutput: 55\n\nSo the answer is 45.", False)
+p("code", "55", "```python\nx = 45\n```\nThe final answer is $\\boxed{55}$.", True)
+p(
+    "mcq8",
+    "B",
+    "Let's evaluate each option.\nA) 12 - too small\nB) 15 - correct\nC) 18 - too large\n\nAnswer: B",
+    True,
+)
+p(
+    "mcq8",
+    "B",
+    "Let's evaluate each option.\nA) 12 - too small\nB) 15 - too large\nC) 18 - correct\n\nAnswer: C",
+    False,
+)
+p("mcq8", "B", "The correct answer is **B) 15**.", True)
+p("mcq8", "B", "The correct answer is **C) 18**.", False)
+p("mcq8", "B", "Option (B) is correct.", True)
+p("mcq8", "B", "Option (D) is correct.", False)
+p("mcq8", "15", "The correct answer is **B) 15**.", True)
+p("mcq8", "A", "Answer: (A) $\\frac{1}{2}$", True)
+p("mcq8", "A", "Answer: (B) $\\frac{1}{2}$", False)
+p("frac8", "\\frac{a+b}{2}", "$\\boxed{\\frac{b+a}{2}}$", True)
+p("frac8", "\\frac{a+b}{2}", "$\\boxed{\\frac{a}{2}+\\frac{b}{2}}$", True)
+p("frac8", "\\frac{a+b}{2}", "$\\boxed{\\frac{a+b}{3}}$", False)
+p("frac8", "\\frac{1}{x}", "$\\boxed{x^{-1}}$", True)
+p("frac8", "\\frac{1}{x}", "$\\boxed{-x^{-1}}$", False)
+p("pow8", "2^{2^{3}}", "$\\boxed{256}$", True)
+p("pow8", "2^{2^{3}}", "$\\boxed{64}$", False)
+p("pow8", "3^{100}", "$\\boxed{3^{100}}$", True)
+p("pow8", "3^{100}", "$\\boxed{3^{99}}$", False)
+p("pow8", "\\frac{1}{2^{98}}", "$\\boxed{2^{-98}}$", True)
+p("pow8", "\\frac{1}{2^{98}}", "$\\boxed{2^{-99}}$", False)
+p("txt8", "\\text{A}", "$\\boxed{\\text{A}}$", True)
+p("txt8", "\\text{Bob}", "The winner is Bob.", True)
+p("txt8", "\\text{Bob}", "The winner is Alice.", False)
+p("txt8", "\\text{Bob}", "$\\boxed{\\text{Bob}}$", True)
+p("txt8", "\\text{blue}", "Therefore the last ball drawn is blue.", True)
+p("txt8", "\\text{blue}", "Therefore the last ball drawn is red.", False)
+p("txt8", "\\text{blue}", "Therefore the last ball drawn is not blue.", False)
+p("mcq8", "15", "The correct answer is **C) 18**.", False)
+p("mcq8", "18", "The correct answer is **B) 15**.", False)

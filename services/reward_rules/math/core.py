@@ -322,6 +322,9 @@ def _grade_extraction(
     candidates = [pred, *(extra or [])]
     if decimal is not None and decimal != pred:
         candidates.append(decimal)
+    option = choice_option(pred) if reference.choice is None else None
+    if option is not None:
+        candidates.append(clean_answer(option[1]))  # "B) 15" against 15: the option's value
     restated = _restatement(pred, reference, opts)
     if restated is not None:
         candidates.append(restated)
