@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+from collections.abc import Callable, Sequence
 
 import grpc
 import httpx
@@ -11,8 +14,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from services.common.client import ArbiterClient
-from services.common.contract import Sample, Status
+from services.common.contract import Result, Sample, Status
 from services.common.server import GraderServer
+from tests.helpers import ScriptedGrader, server_settings
 
 PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 RESPONSES = [
@@ -156,3 +160,62 @@ async def test_metadata_grader_overrides_the_label(rules_server: GraderServer) -
         info = await client.info()
     assert reply.results[0].status is Status.OK and reply.results[0].reward == 1.0
     assert "rules/format_ok" in info.log_keys  # the grader's own keys are published
+
+
+class _Watched(ScriptedGrader):
+    """Records grading cancelled under it (nobody waited for it any more)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = 0
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        try:
+            return await super().score(samples)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("path", ["/v1/score", "/get_reward"])
+async def test_an_http_client_that_hangs_up_cancels_its_samples_work(path: str) -> None:
+    grader = _Watched()
+    async with GraderServer("scripted", grader, server_settings(deadline_s=60)) as server:
+        host, port = server.http_url.split("//")[1].rstrip("/").split(":")
+        body = (
+            {"samples": [{"response": "hang"}]}
+            if path == "/v1/score"
+            else {"query": ["hang"], "prompts": [""], "labels": [""]}
+        )
+        data = json.dumps(body).encode()
+        _, writer = await asyncio.open_connection(host, int(port))
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(data)}\r\n\r\n"
+        writer.write(head.encode() + data)
+        await writer.drain()
+        await asyncio.sleep(0.2)  # in the grader
+        writer.close()  # the client hangs up
+        await _until(lambda: grader.cancelled > 0)
+        assert grader.cancelled == 1
+
+
+async def test_a_cancelled_grpc_call_cancels_its_samples_work() -> None:
+    from arbiter.v1 import reward_pb2 as pb
+    from arbiter.v1 import reward_pb2_grpc as pb_grpc
+
+    grader = _Watched()
+    async with GraderServer("scripted", grader, server_settings(deadline_s=60)) as server:
+        async with grpc.aio.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.RewardServiceStub(channel)  # type: ignore[no-untyped-call]
+            call = stub.Score(pb.ScoreRequest(samples=[pb.Sample(response="hang")]), timeout=30)
+            await asyncio.sleep(0.2)
+            call.cancel()
+            await _until(lambda: grader.cancelled > 0)
+        assert grader.cancelled == 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
@@ -27,6 +29,30 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 GRADER_HEADER = "x-arbiter-grader"
+T = TypeVar("T")
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return once the client has gone (ASGI http.disconnect); the body must have been read."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) -> T | None:
+    """`work`'s value, or None when the client disconnects first: `work` is then cancelled, and with
+    it the scoring of samples nobody else waits for (a judge's upstream call, a sandbox run), which
+    would otherwise hold their slots until the deadline."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (watcher, task):  # the client left (or this handler was cancelled): nobody
+            if not pending.done():  # wants the answer
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+    return None if task.cancelled() else task.result()
 
 
 class _BodyTooLargeError(Exception):
@@ -180,7 +206,10 @@ def _lean_get_reward(engine: ScoringEngine) -> ASGIApp:
                 return
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
-        status, payload = await openrlhf_answer(engine, b"".join(chunks))
+        answer = await unless_disconnected(receive, openrlhf_answer(engine, b"".join(chunks)))
+        if answer is None:
+            return  # the client hung up: its samples' work was cancelled, nobody reads a reply
+        status, payload = answer
         body = orjson.dumps(payload)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 200:
@@ -236,7 +265,7 @@ def build_http_app(
         return JSONResponse(status_code=exc.status_code, content=_error("http_error", str(exc.detail)))
 
     @app.post("/v1/score", response_model=ScoreResponse)
-    async def score(request: ScoreRequest) -> Response:
+    async def score(request: ScoreRequest, http: Request) -> Response:
         if len(request.samples) > server.max_samples_per_request:
             raise HTTPException(
                 413,
@@ -245,7 +274,11 @@ def build_http_app(
             )
         if request.request_id:
             request_id_var.set(bounded_request_id(request.request_id))
-        results = await engine.score(request.samples, request.timeout_s or None)
+        results = await unless_disconnected(
+            http.receive, engine.score(request.samples, request.timeout_s or None)
+        )
+        if results is None:  # the client hung up: its samples' work was cancelled
+            return Response(status_code=499)
         payload = ScoreResponse(results=results, grader=engine.info, request_id=request_id_var.get())
         # Every sample shed by a full queue: say so at the HTTP level too, so clients back off.
         # (/get_reward never does: OpenRLHF would retry and then crash; it gets the fallbacks.)
@@ -258,7 +291,11 @@ def build_http_app(
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Response:
         # Reached only when this app is mounted without its own front (the lean path below).
-        status, payload = await openrlhf_answer(engine, await request.body())
+        body = await request.body()
+        answer = await unless_disconnected(request.receive, openrlhf_answer(engine, body))
+        if answer is None:
+            return Response(status_code=499)
+        status, payload = answer
         return _json(payload, status, info=engine.info if status == 200 else None)
 
     @app.get("/v1/info", response_model=GraderInfo)
