@@ -1260,3 +1260,50 @@ p("txt8", "\\text{blue}", "Therefore the last ball drawn is red.", False)
 p("txt8", "\\text{blue}", "Therefore the last ball drawn is not blue.", False)
 p("mcq8", "15", "The correct answer is **C) 18**.", False)
 p("mcq8", "18", "The correct answer is **B) 15**.", False)
+
+
+# -- round 9: near misses that must not be paid ------------------------------------------------------
+for ref, resp, ok in [
+    ("2", "$\\boxed{2x}$", False),
+    ("10", "$\\boxed{10^2}$", False),
+    ("12", "The answer is 12 and 13.", False),
+    ("3", "The value lies between 3 and 5.", False),
+    ("5", "$\\boxed{x = 5 \\text{ or } x = -5}$", False),
+    ("\\pi", "The answer is approximately 3.", False),
+    ("2", "$\\boxed{\\frac{1}{2}}$", False),
+    ("2", "$\\boxed{-2}$", False),
+    ("2", "$\\boxed{2\\sqrt{2}}$", False),
+    ("2", "$\\boxed{\\frac{2}{1}}$", True),
+    ("2", "$\\boxed{2.0001}$", False),
+    ("2", "$\\boxed{1.9999999}$", True),
+    ("5", "The answer is not 5, it is 6.", False),
+    ("6", "The answer is not 5, it is 6.", True),
+    ("5", "Is the answer 5? No. The answer is 6.", False),
+    ("5", "If the answer were 5, then the sum would be odd, so the answer is 7.", False),
+    ("7", "If the answer were 5, then the sum would be odd, so the answer is 7.", True),
+    ("5", "$\\boxed{5}$ is wrong; the answer is $\\boxed{6}$.", False),
+    ("100", "$\\boxed{100\\%}$", True),
+    ("1", "$\\boxed{100\\%}$", False),
+    ("0", "$\\boxed{}$", False),
+    ("0", "The answer is .", False),
+    ("1", "$\\boxed{x}$", False),
+    ("x", "$\\boxed{1}$", False),
+    ("x", "$\\boxed{X}$", False),
+    ("\\text{A}", "$\\boxed{a}$", True),
+    ("e", "$\\boxed{2.71828}$", True),  # within rel_tol 1e-6 and one unit of the last digit
+    ("\\sqrt{2}", "$\\boxed{1.41421356}$", True),
+    ("\\frac{1}{3}", "$\\boxed{0.33}$", False),
+    ("\\frac{1}{3}", "$\\boxed{0.333333}$", True),
+    ("1000", "$\\boxed{1000.5}$", False),
+    ("10^{10}", "$\\boxed{10^{10}+1}$", False),
+    ("(1,2)", "$\\boxed{(1,2,3)}$", False),
+    ("\\{1,2\\}", "$\\boxed{\\{1,2,2\\}}$", True),
+    ("\\{1,2,3\\}", "$\\boxed{\\{1,2\\}}$", False),
+    ("1,2,3", "$\\boxed{1,2}$", False),
+    ("1,2", "$\\boxed{1,2,3}$", False),
+    ("[0,1]", "$\\boxed{[0,1)}$", False),
+    ("x^2", "$\\boxed{|x|^2}$", True),
+    ("x", "$\\boxed{|x|}$", False),
+    ("x", "$\\boxed{\\sqrt{x^2}}$", False),
+]:
+    p("neg9", ref, resp, ok)

@@ -406,6 +406,9 @@ def _collection_equal(g: Node, p: Node, ctx: Comparison) -> bool:
         if (g.open, g.close) != (p.open, p.close) and not (gk == "tuple" and pk == "tuple"):
             return False
         return _ordered(g_items, p_items, ctx)
+    if gk == pk == "set":
+        # `\\{1, 2, 2\\}` is the set `\\{1, 2\\}`.
+        g_items, p_items = tuple(dict.fromkeys(g_items)), tuple(dict.fromkeys(p_items))
     if gk in ("set", "list"):
         return _unordered(g_items, p_items, ctx)
     if pk == "set" and gk in ("tuple", "vector"):
