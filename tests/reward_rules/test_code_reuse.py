@@ -100,3 +100,10 @@ def test_function_tests_never_reuse(grader: CodeGrader) -> None:
     assert result.reward == 1.0, result.detail
     assert counts(grader) == (reused, fresh)  # not even a stdio sandbox taken
     assert_clean(grader)
+
+
+def test_runs_stay_the_memory_killers_first_choice(grader: CodeGrader) -> None:
+    """A sealed harness's runs set themselves dumpable again, so their oom_score_adj is writable."""
+    program = "print(open('/proc/self/oom_score_adj').read().strip())\n"
+    run(grader, program, "1000\n")
+    run(grader, program, "1000\n")

@@ -394,6 +394,7 @@ class Harness:
         if not self.zygote:
             self.undumpable = _undumpable()
             self.sealed = _attributes()
+            _SEALED.append(True)
         return {"ok": True, "sealed": self.undumpable}
 
     def reset(self) -> dict[str, Any]:
@@ -544,6 +545,8 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...], a
         for fd in close:
             os.close(fd)
         os.setpgid(0, 0)
+        if _SEALED:
+            _dumpable_again()  # this process only (else its /proc files are root's): the harness stays sealed
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
                 handle.write("1000")  # the memory killer takes the candidate, not the harness
@@ -826,6 +829,18 @@ def _preimport() -> None:
             __import__(name)
         except ImportError:
             pass
+
+
+_SEALED: list[bool] = []  # non-empty once this harness is sealed (its runs' children set themselves back)
+
+
+def _dumpable_again() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, for the calling process only
+    except BaseException:
+        pass
 
 
 def _undumpable() -> bool:
