@@ -43,7 +43,7 @@ from services.common.grader import (
     Startable,
 )
 from services.common.metrics import KitMetrics, RegistryForwarder
-from services.common.offload import maybe_off_loop
+from services.common.offload import maybe_off_loop, text_size
 from services.common.settings import EmergenceSettings, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,8 @@ class ScoringEngine:
         # A sampled grader (an LLM judge at temperature > 0) gets a fresh draw for every sample:
         # no cache, no sharing between identical samples in flight.
         shared = NONDETERMINISTIC not in info.capabilities
-        keys = [cache_key(info, sample) for sample in samples]
+        size = text_size(samples)
+        keys = await maybe_off_loop(size, _cache_keys, info, samples)  # hashing 28 MB: not on the loop
         hits = await self.cache.get_many(keys) if shared else [None] * len(samples)
         results: list[Result | None] = list(hits)
         hit_count = sum(1 for hit in hits if hit is not None)
@@ -179,14 +180,9 @@ class ScoringEngine:
                 self._leave(flight)
         if fresh and shared:
             self._in_background(self.cache.set_many(fresh))
-        final = [
-            self._finish(
-                result if result is not None else self.fallback(Status.GRADER_ERROR, "no result"),
-                cached=hit is not None,
-                stats=await self._emergence(sample) if emergence else None,
-            )
-            for sample, result, hit in zip(samples, results, hits, strict=True)
-        ]
+        # Emergence scans and the logs of every result: in a thread when the request is large (by
+        # its total size: 4,000 samples of 7 KB are as much work as one of 28 MB).
+        final = await maybe_off_loop(size, self._finish_all, samples, results, hits, emergence)
         for status, count in collections.Counter(r.status.value for r in final).items():
             self.metrics.samples.labels(status).inc(count)
         for observe in self.observers:
@@ -332,12 +328,24 @@ class ScoringEngine:
             raise RuntimeError(f"grader returned {len(results)} results for {len(samples)} samples")
         return results
 
-    async def _emergence(self, sample: Sample) -> dict[str, float]:
-        """The sample's emergence logs; a large response is scanned in a thread, off the event loop."""
-        finish_reason = sample.metadata.get("finish_reason")
-        return await maybe_off_loop(
-            len(sample.response), self.emergence.compute, sample.response, finish_reason
-        )
+    def _finish_all(
+        self,
+        samples: Sequence[Sample],
+        results: Sequence[Result | None],
+        hits: Sequence[Result | None],
+        emergence: bool,
+    ) -> list[Result]:
+        """Every sample's final result, with its emergence logs (unless `emergence` is off)."""
+        return [
+            self._finish(
+                result if result is not None else self.fallback(Status.GRADER_ERROR, "no result"),
+                cached=hit is not None,
+                stats=self.emergence.compute(sample.response, sample.metadata.get("finish_reason"))
+                if emergence
+                else None,
+            )
+            for sample, result, hit in zip(samples, results, hits, strict=True)
+        ]
 
     def _outcome(self, future: asyncio.Future[Result], budget: float) -> Result:
         if not future.done():
@@ -378,6 +386,10 @@ class ScoringEngine:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _cache_keys(info: GraderInfo, samples: Sequence[Sample]) -> list[str]:
+    return [cache_key(info, sample) for sample in samples]
 
 
 def _timed_out(future: asyncio.Future[Result]) -> bool:

@@ -11,8 +11,10 @@ from grpc_reflection.v1alpha import reflection
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.auth import GrpcAuthInterceptor
+from services.common.contract import Sample
 from services.common.engine import ScoringEngine
 from services.common.logs import bounded_request_id, request_id_var
+from services.common.offload import LARGE, maybe_off_loop
 from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RewardService"].full_name
@@ -27,6 +29,63 @@ def _metadata_request_id(context: grpc.aio.ServicerContext) -> str:
     return ""
 
 
+_SAMPLES_FIELD = pb.ScoreRequest.DESCRIPTOR.fields_by_name["samples"].number
+
+
+def _varint(raw: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if position >= len(raw) or shift > 63:
+            raise DecodeError("truncated or overlong varint")
+        byte = raw[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+        shift += 7
+
+
+def parse_score_request(raw: bytes) -> pb.ScoreRequest:
+    """`ScoreRequest.FromString(raw)`, one sample at a time: protobuf parses a whole message in C
+    without letting go of the GIL (0.9 s for 4,000 samples of 700 metadata entries, the event loop
+    frozen even with the parse in a thread); sample by sample, the loop gets its turns."""
+    if len(raw) < LARGE:
+        return pb.ScoreRequest.FromString(raw)
+    view = memoryview(raw)
+    rest = bytearray()
+    pieces: list[tuple[int, int]] = []
+    position = 0
+    while position < len(raw):
+        start = position
+        key, position = _varint(raw, position)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, position = _varint(raw, position)
+        elif wire == 1:
+            position += 8
+        elif wire == 5:
+            position += 4
+        elif wire == 2:
+            length, position = _varint(raw, position)
+            if field == _SAMPLES_FIELD:
+                pieces.append((position, position + length))
+            position += length
+        else:
+            return pb.ScoreRequest.FromString(raw)  # groups: let protobuf itself decide
+        if position > len(raw):
+            raise DecodeError("truncated message")
+        if not (field == _SAMPLES_FIELD and wire == 2):
+            rest += view[start:position]
+    request = pb.ScoreRequest.FromString(bytes(rest))
+    for begin, end in pieces:
+        request.samples.add().MergeFromString(raw[begin:end])
+    return request
+
+
+def _samples_from_pb(request: pb.ScoreRequest) -> list[Sample]:
+    return [sample_from_pb(s) for s in request.samples]
+
+
 class RewardServicer:
     def __init__(self, engine: ScoringEngine) -> None:
         self.engine = engine
@@ -34,14 +93,18 @@ class RewardServicer:
     async def score_raw(self, raw: bytes, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
         """Score, decoding the request here: malformed bytes are INVALID_ARGUMENT, not UNKNOWN."""
         try:
-            request = pb.ScoreRequest.FromString(raw)
+            request = await maybe_off_loop(len(raw), parse_score_request, raw)
         except DecodeError as exc:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"the request is not an arbiter.v1.ScoreRequest: {exc}"
             )
-        return await self.Score(request, context)
+        return await self.Score(request, context, len(raw))
 
-    async def Score(self, request: pb.ScoreRequest, context: grpc.aio.ServicerContext) -> pb.ScoreResponse:
+    async def Score(
+        self, request: pb.ScoreRequest, context: grpc.aio.ServicerContext, size: int | None = None
+    ) -> pb.ScoreResponse:
+        """`size`: the request's bytes on the wire; a large request is converted (samples in, results
+        out) in a thread: 4,000 samples of 700 metadata entries each stalled the loop for seconds."""
         request_id = bounded_request_id(request.request_id or _metadata_request_id(context))
         token = request_id_var.set(request_id)
         metrics = self.engine.metrics
@@ -60,13 +123,17 @@ class RewardServicer:
             if request.timeout_s < 0 or request.timeout_s != request.timeout_s:
                 code = "INVALID_ARGUMENT"
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "timeout_s must be >= 0")
-            samples = [sample_from_pb(s) for s in request.samples]
+            if size is None:
+                size = request.ByteSize()
+            samples = await maybe_off_loop(size, _samples_from_pb, request)
             timeout = request.timeout_s or None
             remaining = context.time_remaining()
             if remaining is not None:  # the client's own gRPC deadline bounds ours
                 timeout = min(timeout or remaining, max(remaining - 0.05, 0.001))
             results = await self.engine.score(samples, timeout)
-            return response_to_pb(results, self.engine.info, request_id)
+            return await maybe_off_loop(
+                max(size, 512 * len(results)), response_to_pb, results, self.engine.info, request_id
+            )
         finally:
             metrics.inflight.dec()
             metrics.requests.labels("grpc", "Score", code).inc()

@@ -14,12 +14,13 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
 
 from services.common.auth import OPEN_HTTP_PATHS, authorized
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
 from services.common.logs import bounded_request_id, request_id_var
-from services.common.offload import maybe_off_loop
+from services.common.offload import LARGE, maybe_off_loop, off_loop
 from services.common.openrlhf import BodyError, OpenRLHFBatch
 
 Scope = MutableMapping[str, Any]
@@ -57,6 +58,48 @@ async def unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) ->
 
 class _BodyTooLargeError(Exception):
     pass
+
+
+# A /v1/score body parsed and validated in a thread (a LARGE one), handed to the route in the scope:
+# the framework itself then parses only a placeholder on the event loop.
+_PARSED = "arbiter.score_request"
+_BODY_BYTES = "arbiter.body_bytes"
+_PLACEHOLDER = b'{"samples": []}'
+
+
+def _parse_score_request(body: bytes) -> ScoreRequest | RequestValidationError:
+    """What FastAPI's body handling gives for a ScoreRequest body: the request, or the same 422."""
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
+        return RequestValidationError([{**error, "input": {}, "ctx": {"error": exc.msg}}])
+    except (ValueError, RecursionError) as exc:
+        error = {"type": "json_invalid", "loc": ("body",), "msg": f"JSON decode error: {exc}"[:200]}
+        return RequestValidationError([{**error, "input": {}}])
+    try:
+        return ScoreRequest.model_validate(data)
+    except ValidationError as exc:
+        return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()])
+
+
+def _replay(body: bytes, rest: Receive) -> Receive:
+    """A receive that gives `body` whole, then whatever `rest` says (the client's disconnect)."""
+    given = False
+
+    async def receive() -> Message:
+        nonlocal given
+        if given:
+            return await rest()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _is_json(headers: dict[bytes, bytes]) -> bool:
+    kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    return kind == b"application/json" or kind.endswith(b"+json")
 
 
 class KitMiddleware:
@@ -118,7 +161,20 @@ class KitMiddleware:
 
         metrics.inflight.inc()
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            receive_app: Receive = limited_receive
+            if path == "/v1/score" and scope.get("method") == "POST" and _is_json(headers):
+                body = await _read_body(limited_receive)
+                if body is None:  # the client left before its body was in
+                    status_code = 499
+                    return
+                scope[_BODY_BYTES] = len(body)
+                if len(body) >= LARGE:
+                    # A large request (thousands of small samples) is parsed and validated in a
+                    # thread: on the loop, 28 MB of JSON stalled every other client for seconds.
+                    scope[_PARSED] = await off_loop(_parse_score_request, body)
+                    body = _PLACEHOLDER
+                receive_app = _replay(body, limited_receive)
+            await self.app(scope, receive_app, tracking_send)
         except _BodyTooLargeError:
             if not response_started:
                 status_code = 413
@@ -134,6 +190,18 @@ class KitMiddleware:
 
 
 _KNOWN_PATHS = {"/v1/score", "/get_reward", "/v1/info", "/v1/stats", "/healthz", "/readyz", "/metrics"}
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body; None when the client disconnects first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -156,9 +224,15 @@ async def _send_json(send: Send, status: int, payload: dict[str, Any], request_i
     await send({"type": "http.response.body", "body": body})
 
 
+def _dump_model(payload: ScoreResponse) -> bytes:
+    return orjson.dumps(payload.model_dump(mode="json"))
+
+
 def _json(payload: Any, status: int = 200, info: GraderInfo | None = None) -> Response:
+    """A JSON response of `payload` (or of bytes already serialized)."""
     headers = {GRADER_HEADER: f"{info.name}/{info.version}/{info.config_hash}"} if info else None
-    return Response(orjson.dumps(payload), status_code=status, media_type="application/json", headers=headers)
+    body = payload if isinstance(payload, bytes) else orjson.dumps(payload)
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def _parse_openrlhf(body: bytes, eos_markers: Sequence[str]) -> OpenRLHFBatch:
@@ -266,6 +340,11 @@ def build_http_app(
 
     @app.post("/v1/score", response_model=ScoreResponse)
     async def score(request: ScoreRequest, http: Request) -> Response:
+        parsed = http.scope.get(_PARSED)
+        if isinstance(parsed, RequestValidationError):
+            raise parsed
+        if isinstance(parsed, ScoreRequest):
+            request = parsed  # a large body, parsed and validated off the loop (KitMiddleware)
         if len(request.samples) > server.max_samples_per_request:
             raise HTTPException(
                 413,
@@ -283,7 +362,10 @@ def build_http_app(
         # Every sample shed by a full queue: say so at the HTTP level too, so clients back off.
         # (/get_reward never does: OpenRLHF would retry and then crash; it gets the fallbacks.)
         shed = bool(results) and all(r.status is Status.OVERLOADED for r in results)
-        response = _json(payload.model_dump(mode="json"), status=429 if shed else 200, info=engine.info)
+        # The reply of a large request is serialized in a thread too.
+        size = max(int(http.scope.get(_BODY_BYTES, 0)), 512 * len(results))
+        dumped = await maybe_off_loop(size, _dump_model, payload)
+        response = _json(dumped, status=429 if shed else 200, info=engine.info)
         if shed:
             response.headers["retry-after"] = "1"
         return response

@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# Above this many characters (or bytes) a sample's CPU work leaves the event loop.
+# Above this many characters (or bytes) the CPU work on a sample, or on a whole request or batch
+# (their total size: many small samples are as much work as one large one), leaves the event loop.
 LARGE = 64 * 1024
 # Threads for that work: big samples are rare, and more threads would only contend for the GIL.
 WORKERS = 2
@@ -40,6 +41,18 @@ async def off_loop(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
     """`function(*args, **kwargs)` in the CPU pool, awaited from the loop."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_pool(), functools.partial(function, *args, **kwargs))
+
+
+METADATA_ENTRY = 16  # what one metadata entry of a sample counts for in `text_size`
+
+
+def text_size(samples: Sequence[Any]) -> int:
+    """About how much a request's samples hold (prompt, response, label characters, metadata
+    entries): 4,000 samples of 7 KB are as much work as one sample of 28 MB, and 4,000 samples of
+    700 metadata entries (hashed into each cache key) as much again; both leave the loop."""
+    return sum(
+        len(s.prompt) + len(s.response) + len(s.label) + METADATA_ENTRY * len(s.metadata) for s in samples
+    )
 
 
 async def maybe_off_loop(size: int, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

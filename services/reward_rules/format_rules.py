@@ -114,7 +114,7 @@ def repetition_penalty(ratio: float, threshold: float, penalty: float) -> float:
 
 
 class FormatGrader(GraderBase):
-    """Pure and cheap: small samples are scored in the event loop, large ones in a thread."""
+    """Pure and cheap: small batches are scored in the event loop, large ones in a thread."""
 
     _log_keys = LOG_KEYS
 
@@ -126,12 +126,16 @@ class FormatGrader(GraderBase):
         self._overrides = functools.lru_cache(maxsize=1024)(self._parse_overrides)
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        return [await maybe_off_loop(len(sample.response), self.grade, sample) for sample in samples]
+        # Decided by the batch's size: 4,000 samples of 7 KB stall the loop as one of 28 MB would.
+        return await maybe_off_loop(sum(len(s.response) for s in samples), self._grade_all, samples)
+
+    def _grade_all(self, samples: Sequence[Sample]) -> list[Result]:
+        return [self.grade(sample) for sample in samples]
 
     def _parse_overrides(self, label: str) -> FormatRulesSettings | str:
         try:
             data = json.loads(label)
-        except ValueError:
+        except (ValueError, RecursionError):
             return self.config
         if not isinstance(data, dict) or data.get("grader") != "format":
             return self.config  # options in a label belong to the grader it names, and only to it

@@ -56,3 +56,66 @@ async def test_large_samples_are_parsed_scanned_and_graded_off_the_loop(
         large, small_run = threads[work]
         assert large.startswith("arbiter-cpu"), (work, large)
         assert small_run == loop_thread, (work, small_run)
+
+
+async def test_a_large_request_of_small_samples_leaves_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 15 red team: 4,000 samples of 7 KB (28 MB) were each under LARGE, so their parsing,
+    validation, emergence, grading and reply all ran on the loop (/healthz waited 11 s). The
+    decision is now made by the request's (or batch's) size."""
+    import grpc
+
+    import services.common.grpc_server as grpc_server
+    from arbiter.v1 import reward_pb2 as pb
+
+    threads: dict[str, list[str]] = {}
+    monkeypatch.setattr(
+        http_app, "_parse_score_request", _spy(threads, "parse", http_app._parse_score_request)
+    )
+    monkeypatch.setattr(
+        grpc_server, "parse_score_request", _spy(threads, "grpc_parse", grpc_server.parse_score_request)
+    )
+    monkeypatch.setattr(
+        grpc_server, "_samples_from_pb", _spy(threads, "convert", grpc_server._samples_from_pb)
+    )
+    monkeypatch.setattr(EmergenceStats, "compute", _spy(threads, "emergence", EmergenceStats.compute))
+    # (A batch of the grader is decided by its own size: the batcher cuts this request in small ones.)
+    server = GraderServer("rules", rules_grader(), server_settings(grpc_port=0, max_samples_per_request=256))
+    await server.start()
+    label = json.dumps({"grader": "format"})
+    each = "<think>" + "wait, let me check. " * 20 + "</think> 4"  # 400 characters: small alone
+    count = LARGE // len(each) + 8  # together over LARGE
+    try:
+        async with httpx.AsyncClient(base_url=server.http_url, timeout=60) as http:
+            samples = [{"prompt": f"Q{i}", "response": each, "label": label} for i in range(count)]
+            reply = await http.post("/v1/score", json={"samples": samples})
+            assert reply.status_code == 200, reply.text
+            assert [r["status"] for r in reply.json()["results"]] == ["OK"] * count
+            bad = await http.post("/v1/score", json={"samples": [*samples, {"response": 3}]})
+            assert bad.status_code == 422 and f"samples.{count}.response" in bad.text, bad.text
+        async with grpc.aio.insecure_channel(server.grpc_target) as channel:
+            request = pb.ScoreRequest(
+                samples=[pb.Sample(prompt=f"Q{i}", response=each, label=label) for i in range(count)]
+            )
+            score = channel.unary_unary(
+                "/arbiter.v1.RewardService/Score",
+                request_serializer=pb.ScoreRequest.SerializeToString,
+                response_deserializer=pb.ScoreResponse.FromString,
+            )
+            answer = await score(request, timeout=60)
+            assert len(answer.results) == count
+    finally:
+        await server.stop()
+    for work in ("parse", "grpc_parse", "convert", "emergence"):
+        assert threads[work], work
+        assert all(name.startswith("arbiter-cpu") for name in threads[work]), (work, set(threads[work]))
+
+
+async def test_a_large_batch_of_small_samples_is_graded_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.common.contract import Sample
+
+    threads: dict[str, list[str]] = {}
+    monkeypatch.setattr(FormatGrader, "grade", _spy(threads, "grade", FormatGrader.grade))
+    each = "<think>" + "wait, let me check. " * 20 + "</think> 4"
+    results = await FormatGrader().score([Sample(response=each)] * (LARGE // len(each) + 8))
+    assert all(r.reward == 1.0 for r in results)
+    assert all(name.startswith("arbiter-cpu") for name in threads["grade"]), set(threads["grade"])
