@@ -156,3 +156,18 @@ def test_check_probes_a_running_service() -> None:
         proc.wait(timeout=20)
     down = run("check", f"http://127.0.0.1:{free_port()}")
     assert down.returncode == 1 and "FAILED" in down.stderr
+
+
+def test_compare_of_a_summary_with_string_ks_is_a_clear_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from services.cli import app
+
+    summary = {"overall": {"pass@1": 0.5}, "by_datasource": {}, "ks": [1, 8]}
+    (tmp_path / "a.summary.json").write_text(json.dumps(summary))
+    (tmp_path / "b.summary.json").write_text(json.dumps({**summary, "ks": "1,8"}))  # hand-edited
+    done = CliRunner().invoke(
+        app, ["compare", str(tmp_path / "a.summary.json"), str(tmp_path / "b.summary.json")]
+    )
+    assert done.exit_code == 2, done.output
+    assert not isinstance(done.exception, TypeError)

@@ -81,3 +81,10 @@ def test_samples_are_strict() -> None:
     }
     assert Sample(response="r", label="42").label_json() is None
     assert Sample(response="r", label="{broken").label_json() is None
+
+
+def test_a_label_nested_past_the_parsers_depth_is_not_json() -> None:
+    from services.common.contract import Sample
+
+    deep = '{"x":' + "[" * 100_000
+    assert Sample(response="4", label=deep).label_json() is None  # not a RecursionError

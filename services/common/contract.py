@@ -53,7 +53,7 @@ class Sample(_Strict):
             return None
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # '{"x":' + '[' * 100000 nests past the parser's depth
             return None
         return value if isinstance(value, dict) else None
 

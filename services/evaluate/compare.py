@@ -77,8 +77,16 @@ def prompt_changes(a: Aggregate, b: Aggregate) -> dict[str, int]:
     }
 
 
+def _ks(summary: dict[str, Any], which: str) -> set[int]:
+    """The summary's `ks` (a hand-edited one may hold anything): a clear error unless integers."""
+    ks = summary.get("ks", [1])
+    if not isinstance(ks, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in ks):
+        raise ValueError(f"run {which}: 'ks' must be a list of integers (e.g. [1, 8]), not {ks!r}"[:300])
+    return set(ks)
+
+
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ks = sorted(set(a.get("ks", [1])) & set(b.get("ks", [1])))
+    ks = sorted(_ks(a, "A") & _ks(b, "B"))
     sections = ["overall", *sorted(set(a["by_datasource"]) | set(b["by_datasource"]))]
     out: dict[str, Any] = {"ks": ks, "sections": {}}
     for name in sections:
