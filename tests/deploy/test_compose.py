@@ -249,6 +249,17 @@ def test_code_burst_runs_every_program_in_the_container_sandbox(stack: Stack) ->
         if not reply.ok or logs.get("status/ok") != [1.0] or reply.data["rewards"] != [want]:  # type: ignore[index]
             wrong.append((i, CODE_KINDS[i % len(CODE_KINDS)], reply.data))
     assert wrong == [], f"{len(wrong)} wrong, e.g. {wrong[:3]}\n{stack.logs()}"
+    # nothing left behind: orphaned sandbox processes are reaped (tini is PID 1), so the pids in
+    # each replica's cgroup stay near its idle count instead of growing with every sample
+    for container in stack.containers("reward_rules"):
+        pids = docker_lines(
+            "exec",
+            container,
+            "sh",
+            "-c",
+            "cat /sys/fs/cgroup/pids/pids.current 2>/dev/null || cat /sys/fs/cgroup/pids.current",
+        )
+        assert int(pids[0]) < 300, f"{container}: {pids[0]} processes after the burst"
 
 
 def test_reward_model_in_its_container_matches_a_direct_forward(stack: Stack) -> None:

@@ -253,7 +253,7 @@ def test_k8s_containers_match_the_package(tmp_path: Path) -> None:
         assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
         for container in pod["spec"]["containers"]:
             assert "requests" in container["resources"], f"{name}/{container['name']} has no requests"
-            command = container.get("command")
+            command = container.get("command") or container.get("args")
             if not command or command[0] not in ("python", "python3"):
                 continue
             served = service_of(command)
