@@ -1307,3 +1307,16 @@ for ref, resp, ok in [
     ("x", "$\\boxed{\\sqrt{x^2}}$", False),
 ]:
     p("neg9", ref, resp, ok)
+
+
+# -- round 10: fractions in words -------------------------------------------------------------------
+for ref, resp, ok in [
+    ("\\frac{1}{2}", "The probability is one half.", True),
+    ("1", "The probability is one half.", False),
+    ("\\frac{2}{3}", "The answer is two-thirds.", True),
+    ("\\frac{1}{3}", "The answer is two-thirds.", False),
+    ("\\frac{3}{4}", "$\\boxed{\\text{three quarters}}$", True),
+    ("\\frac{3}{2}", "The answer is three halves.", True),
+    ("3", "The answer is three halves.", False),
+]:
+    p("fraction_words", ref, resp, ok)

@@ -417,6 +417,10 @@ def clean_answer(text: str) -> str:
     if unit and _is_unit(unit.group("unit")):
         text = unit.group("head")
     text = _NUMBER_WORDS.get(text.lower(), text).strip()
+    fraction = _FRACTION_WORDS.match(text)
+    if fraction is not None:  # "one half", "two-thirds", "three quarters"
+        numerator = 1 if fraction.group(1).lower() == "a" else int(_NUMBER_WORDS[fraction.group(1).lower()])
+        text = f"\\frac{{{numerator}}}{{{_DENOMINATORS[fraction.group(2).lower().rstrip('s')]}}}"
     if _COMMA_THOUSANDS.match(text):
         text = text.replace(",", "")
     elif _SPACE_THOUSANDS.match(text):
@@ -427,6 +431,26 @@ def clean_answer(text: str) -> str:
         text = f"{whole}\\frac{{{num}}}{{{den}}}"
     text = re.sub(r"\s+", " ", text)
     return text.strip()
+
+
+_DENOMINATORS = {
+    "half": 2,
+    "halve": 2,
+    "third": 3,
+    "quarter": 4,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
+_FRACTION_WORDS = re.compile(
+    r"^(a|one|two|three|four|five|six|seven|eight|nine)[\s-]+"
+    r"(halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?)$",
+    re.I,
+)
 
 
 def canonical_key(text: str) -> str:
