@@ -52,8 +52,31 @@ def score(grader: CodeGrader, *samples: Sample) -> list[Result]:
     return asyncio.run(grader.score(list(samples)))
 
 
-def sandbox_processes() -> list[int]:
-    """Pids of processes running as the sandboxes' host uid."""
+def _is_ours(pid: int, base_group: str | None) -> bool:
+    """A process this test's grader made: in one of its cgroups (where a daemon that escaped its
+    sandbox still sits), or a descendant of this process. Sandboxes of other processes running
+    as the same uid (another test run on the machine) are not this test's concern."""
+    if base_group is not None:
+        try:
+            if f"/{base_group}/" in Path(f"/proc/{pid}/cgroup").read_text():
+                return True
+        except OSError:
+            return False
+    me, seen = os.getpid(), 0
+    while pid > 1 and seen < 64:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if pid == me:
+            return True
+        seen += 1
+    return False
+
+
+def sandbox_processes(base_group: str | None = None) -> list[int]:
+    """Pids of this test's processes running as the sandboxes' host uid."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -63,7 +86,7 @@ def sandbox_processes() -> list[int]:
         except OSError:
             continue
         uid_line = next((line for line in status.splitlines() if line.startswith("Uid:")), "")
-        if uid_line.split()[1:2] == [str(SANDBOX_UID)]:
+        if uid_line.split()[1:2] == [str(SANDBOX_UID)] and _is_ours(int(entry.name), base_group):
             found.append(int(entry.name))
     return found
 
@@ -87,7 +110,8 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
         for sandbox in warm:
             assert sandbox.cgroup is not None
             allowed.update(sandbox.cgroup.pids_in())
-        stray = set(sandbox_processes()) - allowed
+        base_group = pool.cgroups.base_memory.name if pool.cgroups else None
+        stray = set(sandbox_processes(base_group)) - allowed
         groups = {p.name for p in pool.cgroups.base_memory.iterdir() if p.is_dir()} if pool.cgroups else set()
         expected_groups = {s.cgroup.memory.name for s in warm if s.cgroup is not None}
         expected_groups |= {group.memory.name for group in spare}
