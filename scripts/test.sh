@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it. Installs what it needs: system packages (redis-server for the
-# cache tests, bubblewrap for the code sandbox, chromium for the report screenshot) when missing,
-# and .venv with the dev, ray, eval and rm (CPU torch) extras.
+# cache tests, bubblewrap for the code sandbox, g++ for C++ code labels, chromium for the report
+# screenshot) when missing, and .venv with the dev, ray, eval and rm (CPU torch) extras.
 # Arguments go to pytest (e.g. -k cache, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v chromium >/dev/null || need+=(chromium)
+command -v g++ >/dev/null || need+=(g++)
 if [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
