@@ -259,7 +259,9 @@ async def openrlhf_answer(engine: ScoringEngine, body: bytes) -> tuple[int, dict
         return 413, _error("too_many_samples", problem)
     usable = batch.samples
     scored = await engine.score(usable) if usable else []
-    answer = batch.respond(
+    answer = await maybe_off_loop(  # thousands of items: their parallel lists built in a thread
+        len(body),
+        batch.respond,
         scored,
         lambda problem: engine.finish_fallback(None, Status.INVALID_INPUT, problem),
         engine.log_keys,
@@ -284,7 +286,7 @@ def _lean_get_reward(engine: ScoringEngine) -> ASGIApp:
         if answer is None:
             return  # the client hung up: its samples' work was cancelled, nobody reads a reply
         status, payload = answer
-        body = orjson.dumps(payload)
+        body = await maybe_off_loop(512 * len(payload.get("rewards") or ()), orjson.dumps, payload)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 200:
             info = engine.info
