@@ -145,7 +145,7 @@ def score(
 ) -> None:
     """Score an eval set; resumable (rerun the same command after a crash); writes summary and report."""
     from services.evaluate.columns import ColumnMap
-    from services.evaluate.job import Backend, score_job
+    from services.evaluate.job import ScoreSource, score_job
     from services.evaluate.outfiles import UnsafeOutput
     from services.evaluate.outputs import default_report_path, default_summary_path
     from services.evaluate.readers import InputError, detect_format
@@ -177,7 +177,7 @@ def score(
         summary = run(
             score_job(
                 plan,
-                Backend(grader=grader, url=url, ray=ray, ray_address=ray_address, ray_actors=ray_actors),
+                ScoreSource(grader=grader, url=url, ray=ray, ray_address=ray_address, ray_actors=ray_actors),
                 settings,
                 err,
                 ks=k or None,

@@ -18,7 +18,7 @@ from services.settings import ArbiterSettings
 
 
 @dataclass(frozen=True)
-class Backend:
+class ScoreSource:
     """Where results come from: in-process (default), `url`, or Ray (`ray` / `ray_address`)."""
 
     grader: str = "reward_rules"
@@ -34,21 +34,21 @@ async def _done() -> None:
 
 
 async def _score(
-    plan: RunPlan, backend: Backend, settings: ArbiterSettings, console: Console | None
+    plan: RunPlan, source: ScoreSource, settings: ArbiterSettings, console: Console | None
 ) -> tuple[RunOutcome, Awaitable[None]]:
     """The run's outcome, and the scorer's shutdown still in progress (await it)."""
-    if backend.url:
-        return await run_scorer(plan, RemoteScorer(backend.url), console, source=backend.url)
-    if backend.ray or backend.ray_address:
+    if source.url:
+        return await run_scorer(plan, RemoteScorer(source.url), console, source=source.url)
+    if source.ray or source.ray_address:
         from services.evaluate.ray_runner import RayScorer
 
         ray_scorer = RayScorer(
-            backend.grader,
+            source.grader,
             settings.model_dump_json(),
             plan.columns,
-            address=backend.ray_address,
-            actors=backend.ray_actors,
-            num_cpus=backend.ray_cpus,
+            address=source.ray_address,
+            actors=source.ray_actors,
+            num_cpus=source.ray_cpus,
         )
         try:
             info = await ray_scorer.start()
@@ -58,14 +58,14 @@ async def _score(
             ray_scorer.stop()
     from services import catalog
 
-    grader = catalog.build_named_grader(backend.grader, settings)
-    server = catalog.service(catalog.owner(backend.grader) or backend.grader).server_settings(settings)
+    grader = catalog.build_named_grader(source.grader, settings)
+    server = catalog.service(catalog.owner(source.grader) or source.grader).server_settings(settings)
     return await run_scorer(plan, EngineScorer(grader, server, settings), console)
 
 
 async def score_job(
     plan: RunPlan,
-    backend: Backend,
+    source: ScoreSource,
     settings: ArbiterSettings,
     console: Console | None,
     ks: Sequence[int] | None = None,
@@ -74,7 +74,7 @@ async def score_job(
     report_path: Path | None = None,
 ) -> dict[str, Any]:
     check_score_files(plan, summary_path, report_path)  # before any work: refuse what may not be written
-    outcome, stopping = await _score(plan, backend, settings, console)
+    outcome, stopping = await _score(plan, source, settings, console)
     try:  # in a thread: the grader's shutdown (pools, sandboxes) overlaps the summary
         summary, agg = await asyncio.to_thread(summarize, plan, outcome, ks, threshold)
         await asyncio.to_thread(write_outputs, summary, agg, summary_path, report_path)

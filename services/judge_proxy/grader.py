@@ -23,8 +23,8 @@ from services.common.emergence import strip_eos
 from services.common.grader import SAMPLE_DEADLINES, GraderBase, config_hash
 from services.common.offload import maybe_off_loop
 from services.common.settings import DEFAULT_EOS_MARKERS
-from services.judge_proxy.evaluate import JudgeFailure, Outcome, RubricEvaluator, Tally
 from services.judge_proxy.judge_cache import JudgeCache
+from services.judge_proxy.judging import JudgeFailure, RubricEvaluator, RubricOutcome, Tally
 from services.judge_proxy.length_bias import LengthCorrelation
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.parsing import PARSER_VERSION
@@ -197,7 +197,7 @@ class JudgeGrader(GraderBase):
         return result.not_cached() if tally.fallback_verdicts or tally.as_lowest else result
 
     @staticmethod
-    def _detail(name: str, outcome: Outcome, tally: Tally) -> str:
+    def _detail(name: str, outcome: RubricOutcome, tally: Tally) -> str:
         parts = [f"{name}: judge {outcome.raw:.4g} -> reward {outcome.reward:.4g}"]
         if outcome.passed is not None:
             parts.append("pass" if outcome.passed else "fail")
@@ -214,7 +214,7 @@ class JudgeGrader(GraderBase):
         return ", ".join(parts)
 
     @staticmethod
-    def _logs(tally: Tally, outcome: Outcome | None, started: float) -> dict[str, float]:
+    def _logs(tally: Tally, outcome: RubricOutcome | None, started: float) -> dict[str, float]:
         return {
             "judge/score": outcome.raw if outcome else 0.0,
             "judge/passed": float(bool(outcome and outcome.passed)),

@@ -22,8 +22,8 @@ import pytest
 
 from services.common.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
-from services.reward_rules.code.evaluate import Budget, run_tests
 from services.reward_rules.code.session import Session
+from services.reward_rules.code.testrun import Budget, run_tests
 from services.reward_rules.code.tests_spec import CodeLabel
 from tests.reward_rules.code_fixtures import (
     assert_clean,

@@ -29,10 +29,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.grader import Grader
-from services.reward_rules.code.evaluate import NativeBuild
 from services.reward_rules.code.grader import LANGUAGES, CodeGrader
 from services.reward_rules.code.native import prepare_binary
 from services.reward_rules.code.session import CandidateFailure, InfrastructureError, Session, StdioRun
+from services.reward_rules.code.testrun import NativeBuild
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
 

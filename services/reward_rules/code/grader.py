@@ -22,15 +22,6 @@ from pydantic import ValidationError
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, GraderUnavailableError, config_hash
 from services.reward_rules.code.config import CodeConfig
-from services.reward_rules.code.evaluate import (
-    Budget,
-    NativeBuild,
-    Report,
-    checker_names,
-    label_names,
-    run_tests,
-    with_prompt_helpers,
-)
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
@@ -48,6 +39,15 @@ from services.reward_rules.code.session import (
     InfrastructureError,
     SandboxSource,
     Session,
+)
+from services.reward_rules.code.testrun import (
+    Budget,
+    NativeBuild,
+    Report,
+    checker_names,
+    label_names,
+    run_tests,
+    with_prompt_helpers,
 )
 from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeLabel, StdioTests
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from services.reward_rules.math.choice import choice_letter, choice_option, extract_choice
 from services.reward_rules.math.equivalence import Comparison, equivalent
-from services.reward_rules.math.evaluate import free_symbols
 from services.reward_rules.math.extract import (
     TAIL,
     Extraction,
@@ -27,10 +26,11 @@ from services.reward_rules.math.extract import (
 )
 from services.reward_rules.math.nodes import FUNCTION_NAMES, Node, Num, Op, Rel, Seq, Text
 from services.reward_rules.math.normalize import canonical_key, clean_answer, text_key
+from services.reward_rules.math.numeric import free_symbols
 from services.reward_rules.math.parse import ParseError, parse_answer
 from services.reward_rules.math.sentences import PROSE_WORD, closing_words, leading_yes_no, states_phrase
 
-__all__ = ["GradeOptions", "Outcome", "grade"]
+__all__ = ["GradeOptions", "MathVerdict", "grade"]
 
 _DETAIL_CHARS = 80
 _SOLE_NUMBER = re.compile(r"(?<![\w.^_/{\\])-?\d+(?:\.\d+)?(?![\w.^_/}])")
@@ -49,7 +49,7 @@ class GradeOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class MathVerdict:
     """A verdict: correct | incorrect | no_answer | too_costly | bad_reference | timeout | error.
 
     `too_costly`: the answer itself exhausted its budget, memory or recursion (a wrong
@@ -180,18 +180,18 @@ def _compare(
     return equal, how, True, comparison.used_symbolic
 
 
-def grade(label: str, response: str, options: GradeOptions | None = None) -> Outcome:
+def grade(label: str, response: str, options: GradeOptions | None = None) -> MathVerdict:
     """The verdict for one response against one label (pure; may be slow on sympy)."""
     opts = options or GradeOptions()
     try:
         reference = _reference(label, opts.rel_tol)
     except BadReference as error:
-        return Outcome("bad_reference", f"invalid reference: {error}")
+        return MathVerdict("bad_reference", f"invalid reference: {error}")
     if reference.choice is not None:
         extraction = extract_choice(response)
         if extraction is not None and len(extraction.text) == 1:
             equal = extraction.text.upper() == reference.choice
-            return Outcome(
+            return MathVerdict(
                 "correct" if equal else "incorrect",
                 f"choice {extraction.text} from {extraction.source} vs {reference.choice}",
                 extracted=True,
@@ -204,7 +204,7 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Out
     else:
         extraction = extract_answer(response)
     if extraction is None:
-        return Outcome("no_answer", "no final answer found in the response")
+        return MathVerdict("no_answer", "no final answer found in the response")
     extra: list[str] = []
     items = _list_size(reference)
     if items > 1 and extraction.source.endswith("boxed"):
@@ -237,7 +237,7 @@ def _top_level_items(text: str) -> list[str]:
     return items
 
 
-def _grade_parts(reference: _Reference, boxes: list[str], opts: GradeOptions) -> Outcome:
+def _grade_parts(reference: _Reference, boxes: list[str], opts: GradeOptions) -> MathVerdict:
     """Part answers against a list reference: part k must answer item k (order matters)."""
     gold = _top_level_items(reference.answers[0].strip("\\{}"))
     preds = [clean_answer(box) for box in boxes]
@@ -246,7 +246,7 @@ def _grade_parts(reference: _Reference, boxes: list[str], opts: GradeOptions) ->
         for g, p in zip(gold, preds, strict=True)
     )
     joined = ", ".join(preds)
-    return Outcome(
+    return MathVerdict(
         "correct" if equal else "incorrect",
         f"parts {_short(joined)!r} from boxed {'match' if equal else 'do not match'} "
         f"{_short(reference.answers[0])!r} in order",
@@ -312,10 +312,10 @@ def _grade_extraction(
     opts: GradeOptions,
     extra: list[str] | None = None,
     response: str = "",
-) -> Outcome:
+) -> MathVerdict:
     pred = clean_answer(extraction.text)
     if not pred:
-        return Outcome("no_answer", f"empty answer in {extraction.source}")
+        return MathVerdict("no_answer", f"empty answer in {extraction.source}")
     decimal = _decimal_comma(pred, reference, opts.decimal_comma)
     if decimal is not None and opts.decimal_comma == "always":
         pred = decimal
@@ -357,7 +357,7 @@ def _grade_extraction(
             parsed |= parsed_now
             symbolic |= symbolic_now
             if equal:
-                return Outcome(
+                return MathVerdict(
                     "correct",
                     f"{_short(candidate)!r} from {extraction.source} equals {_short(gold)!r} ({how})",
                     extracted=True,
@@ -366,7 +366,7 @@ def _grade_extraction(
                     symbolic=symbolic,
                     prediction=candidate,
                 )
-    return Outcome(
+    return MathVerdict(
         "incorrect",
         f"{_short(pred)!r} from {extraction.source} does not match {_short(reference.answers[0])!r} ({how})",
         extracted=True,

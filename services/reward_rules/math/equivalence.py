@@ -22,17 +22,6 @@ from typing import Any
 
 import mpmath  # type: ignore[import-untyped]
 
-from services.reward_rules.math.evaluate import (
-    DPS,
-    EvalError,
-    approx,
-    decimals_of,
-    exact,
-    fold,
-    free_symbols,
-    has_inexact,
-    infinity_sign,
-)
 from services.reward_rules.math.nodes import (
     Call,
     Const,
@@ -49,6 +38,17 @@ from services.reward_rules.math.nodes import (
     Text,
 )
 from services.reward_rules.math.normalize import text_key
+from services.reward_rules.math.numeric import (
+    DPS,
+    EvalError,
+    approx,
+    decimals_of,
+    exact,
+    fold,
+    free_symbols,
+    has_inexact,
+    infinity_sign,
+)
 
 __all__ = ["Comparison", "equivalent"]
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, config_hash
-from services.reward_rules.math.core import GradeOptions, Outcome
+from services.reward_rules.math.core import GradeOptions, MathVerdict
 from services.reward_rules.math.pool import PoolJob, WorkerPool
 
 __all__ = ["LOG_KEYS", "MathConfig", "MathGrader"]
@@ -102,9 +102,9 @@ class MathGrader(GraderBase):
             self._pool = WorkerPool(self.config.workers, self.config.memory_mb)
         return self._pool
 
-    def submit(self, samples: Sequence[Sample], deadline: float) -> list[Future[Outcome]]:
+    def submit(self, samples: Sequence[Sample], deadline: float) -> list[Future[MathVerdict]]:
         """Queue samples for grading (non-blocking); one future per sample, in order."""
-        futures: list[Future[Outcome]] = [Future() for _ in samples]
+        futures: list[Future[MathVerdict]] = [Future() for _ in samples]
         groups: dict[str, list[int]] = {}
         for index, sample in enumerate(samples):
             groups.setdefault(sample.label, []).append(index)
@@ -134,10 +134,10 @@ class MathGrader(GraderBase):
             else:
                 waiter.cancel()
                 future.cancel()
-                results.append(self.to_result(Outcome("timeout", "no verdict within the deadline")))
+                results.append(self.to_result(MathVerdict("timeout", "no verdict within the deadline")))
         return results
 
-    def to_result(self, outcome: Outcome) -> Result:
+    def to_result(self, outcome: MathVerdict) -> Result:
         """Map a worker verdict to the contract's Result (rewards from the config).
 
         Non-OK verdicts carry 0.0 here: the kit gives every non-OK result the server's

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
-from services.reward_rules.math.core import GradeOptions, Outcome
+from services.reward_rules.math.core import GradeOptions, MathVerdict
 from services.reward_rules.math.protocol import FORK_REQUEST as REQUEST
 
 __all__ = ["PoolJob", "WorkerPool"]
@@ -48,13 +48,13 @@ class PoolJob:
 
     label: str
     options: GradeOptions
-    items: list[tuple[int, str, Future[Outcome]]]
+    items: list[tuple[int, str, Future[MathVerdict]]]
     budget_s: float
     deadline: float  # time.monotonic() by which every result must exist
     job_id: int = field(default_factory=lambda: next(_job_ids))
 
 
-def _settle(future: Future[Outcome], outcome: Outcome) -> None:
+def _settle(future: Future[MathVerdict], outcome: MathVerdict) -> None:
     if not future.done():
         with contextlib.suppress(Exception):  # cancelled meanwhile by the caller
             future.set_result(outcome)
@@ -172,7 +172,7 @@ class _Slot:
             except Exception as error:  # never let the dispatcher die
                 log.exception("math worker dispatcher failed")
                 for _, _, future in job.items:
-                    _settle(future, Outcome("error", f"worker pool error: {type(error).__name__}"))
+                    _settle(future, MathVerdict("error", f"worker pool error: {type(error).__name__}"))
         self.stop_process()
 
     def _run_job(self, job: PoolJob) -> None:
@@ -181,11 +181,11 @@ class _Slot:
         while pending:
             if self.pool.closed:
                 for _, _, future in pending:
-                    _settle(future, Outcome("error", "grader is shutting down"))
+                    _settle(future, MathVerdict("error", "grader is shutting down"))
                 return
             if time.monotonic() >= job.deadline:
                 for _, _, future in pending:
-                    _settle(future, Outcome("timeout", "deadline passed while queued"))
+                    _settle(future, MathVerdict("timeout", "deadline passed while queued"))
                 return
             try:
                 conn = self.ensure_started()
@@ -204,7 +204,7 @@ class _Slot:
                 crashes += 1
                 if crashes >= 3:
                     for _, _, future in pending:
-                        _settle(future, Outcome("error", f"cannot start a math worker: {error}"))
+                        _settle(future, MathVerdict("error", f"cannot start a math worker: {error}"))
                     return
                 continue
             started = time.monotonic()
@@ -221,7 +221,7 @@ class _Slot:
                     if crashes >= 2:
                         pending.popleft()
                         # Two workers died on this answer: the answer did it, so it is a verdict.
-                        crashed = Outcome("too_costly", "answer crashed the grader twice: counted wrong")
+                        crashed = MathVerdict("too_costly", "answer crashed the grader twice: counted wrong")
                         _settle(future, crashed)
                         crashes = 0
                     break
@@ -233,7 +233,8 @@ class _Slot:
                     own = started + job.budget_s <= job.deadline
                     verdict = "too_costly" if own else "timeout"
                     _settle(
-                        future, Outcome(verdict, f"no verdict within {limit - started:.2f}s; worker killed")
+                        future,
+                        MathVerdict(verdict, f"no verdict within {limit - started:.2f}s; worker killed"),
                     )
                     break
                 job_id, got_index, outcome = message

@@ -23,7 +23,7 @@ from types import FrameType
 import mpmath  # type: ignore[import-untyped]  # noqa: F401
 import sympy  # type: ignore[import-untyped]  # noqa: F401
 
-from services.reward_rules.math.core import GradeOptions, Outcome, grade
+from services.reward_rules.math.core import GradeOptions, MathVerdict, grade
 from services.reward_rules.math.protocol import Job
 
 __all__ = ["worker_main"]
@@ -51,7 +51,7 @@ def _limit_memory(memory_mb: int) -> None:
 
 def _grade_one(
     label: str, response: str, options: GradeOptions, budget: float, full_budget: bool
-) -> tuple[Outcome, bool]:
+) -> tuple[MathVerdict, bool]:
     """(outcome, worker must restart).
 
     An answer that uses up its whole own budget, the memory cap or the recursion limit
@@ -60,20 +60,22 @@ def _grade_one(
     deadline (the service was late) is a TIMEOUT.
     """
     if budget <= 0:
-        return Outcome("timeout", "deadline passed before grading started"), False
+        return MathVerdict("timeout", "deadline passed before grading started"), False
     signal.setitimer(signal.ITIMER_REAL, budget)
     try:
         return grade(label, response, options), False
     except _SoftTimeout:
         if full_budget:
-            return Outcome("too_costly", f"answer too costly to grade in {budget:.2f}s: counted wrong"), False
-        return Outcome("timeout", f"grading cut short by the deadline after {budget:.2f}s"), False
+            return MathVerdict(
+                "too_costly", f"answer too costly to grade in {budget:.2f}s: counted wrong"
+            ), False
+        return MathVerdict("timeout", f"grading cut short by the deadline after {budget:.2f}s"), False
     except MemoryError:
-        return Outcome("too_costly", "answer exceeded the worker memory limit: counted wrong"), True
+        return MathVerdict("too_costly", "answer exceeded the worker memory limit: counted wrong"), True
     except RecursionError:
-        return Outcome("too_costly", "answer nested too deeply to grade: counted wrong"), False
+        return MathVerdict("too_costly", "answer nested too deeply to grade: counted wrong"), False
     except Exception as error:  # a grader bug must not take the worker down
-        return Outcome("error", f"grader error: {type(error).__name__}: {str(error)[:120]}"), False
+        return MathVerdict("error", f"grader error: {type(error).__name__}: {str(error)[:120]}"), False
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 

@@ -86,7 +86,7 @@ class Tally:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class RubricOutcome:
     reward: float  # on the rubric's output scale
     raw: float  # the judge's own number (score on its range, label value, formula value)
     passed: bool | None
@@ -143,7 +143,7 @@ class RubricEvaluator:
 
     async def evaluate(
         self, rubric: Rubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
-    ) -> Outcome:
+    ) -> RubricOutcome:
         if isinstance(rubric, StringCheckRubric):
             return self._string_check(rubric, context)
         if isinstance(rubric, MultiRubric):
@@ -154,7 +154,7 @@ class RubricEvaluator:
 
     # -- rubric types -------------------------------------------------------------------
 
-    def _string_check(self, rubric: StringCheckRubric, context: Mapping[str, Any]) -> Outcome:
+    def _string_check(self, rubric: StringCheckRubric, context: Mapping[str, Any]) -> RubricOutcome:
         given, reference = _render(rubric.input, context), _render(rubric.reference, context)
         if rubric.operation == "eq":
             ok = given == reference
@@ -164,11 +164,11 @@ class RubricEvaluator:
             ok = reference in given
         else:
             ok = reference.casefold() in given.casefold()
-        return Outcome(reward=float(ok), raw=float(ok), passed=ok)
+        return RubricOutcome(reward=float(ok), raw=float(ok), passed=ok)
 
     async def _multi(
         self, rubric: MultiRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
-    ) -> Outcome:
+    ) -> RubricOutcome:
         names = list(rubric.graders)
         # Every sub-grader runs to its end (bounded by the deadline) so the ones that succeed are
         # cached even when another fails: a retry of the sample re-asks only the failed calls.
@@ -191,11 +191,11 @@ class RubricEvaluator:
         except FormulaError as exc:
             raise JudgeFailure(Status.GRADER_ERROR, str(exc)) from exc
         passed = value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
-        return Outcome(reward=value, raw=value, passed=passed)
+        return RubricOutcome(reward=value, raw=value, passed=passed)
 
     async def _score_model(
         self, rubric: ScoreModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
-    ) -> Outcome:
+    ) -> RubricOutcome:
         low, high = rubric.range
         quotes = _quotes(context, self.max_response_chars, self.max_response_bytes)
 
@@ -212,11 +212,11 @@ class RubricEvaluator:
             lowest = low if rubric.to_output(low) <= rubric.to_output(high) else high  # by reward
             verdict = Verdict(value=lowest, text="", weighted=False)
         passed = verdict.value >= rubric.pass_threshold if rubric.pass_threshold is not None else None
-        return Outcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
+        return RubricOutcome(reward=rubric.to_output(verdict.value), raw=verdict.value, passed=passed)
 
     async def _label_model(
         self, rubric: LabelModelRubric, context: Mapping[str, Any], deadline: float, tally: Tally, name: str
-    ) -> Outcome:
+    ) -> RubricOutcome:
         by_fold = {label.casefold(): label for label in rubric.labels}
 
         def value_of(token: str) -> float | None:
@@ -248,7 +248,9 @@ class RubricEvaluator:
             self._as_lowest(failure, tally, name)
             lowest = min(rubric.labels, key=rubric.value_of)
             verdict = Verdict(value=rubric.value_of(lowest), text=lowest, weighted=False)
-        return Outcome(reward=verdict.value, raw=verdict.value, passed=verdict.text in rubric.passing_labels)
+        return RubricOutcome(
+            reward=verdict.value, raw=verdict.value, passed=verdict.text in rubric.passing_labels
+        )
 
     def _as_lowest(self, failure: JudgeFailure, tally: Tally, name: str) -> None:
         """Return when `failure` is one the response can cause and policy makes it the lowest

@@ -40,7 +40,7 @@ _GAVE_UP = "not run: earlier tests timed out"
 
 
 @dataclass
-class Outcome:
+class CaseOutcome:
     name: str
     passed: bool
     reason: str = ""
@@ -52,7 +52,7 @@ class Outcome:
 
 @dataclass
 class Report:
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[CaseOutcome] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -61,7 +61,7 @@ class Report:
     def count(self, reason: str) -> int:
         return sum(o.reason == reason for o in self.outcomes)
 
-    def first_failure(self) -> Outcome | None:
+    def first_failure(self) -> CaseOutcome | None:
         return next((o for o in self.outcomes if not o.passed), None)
 
 
@@ -78,25 +78,25 @@ class Budget:
         return min(time.monotonic() + self.time_limit_s, self.sample_deadline)
 
 
-def _failure_outcome(name: str, exc: BaseException) -> Outcome:
+def _failure_outcome(name: str, exc: BaseException) -> CaseOutcome:
     if isinstance(exc, CandidateFailure):
-        return Outcome(name, False, exc.reason, exc.message)
+        return CaseOutcome(name, False, exc.reason, exc.message)
     if isinstance(exc, CandidateError):
-        return Outcome(name, False, CRASH, str(exc)[:300])
-    return Outcome(name, False, CRASH, f"{type(exc).__name__}: {exc}"[:300])
+        return CaseOutcome(name, False, CRASH, str(exc)[:300])
+    return CaseOutcome(name, False, CRASH, f"{type(exc).__name__}: {exc}"[:300])
 
 
-def _skipped(report: Report, name: str, budget: Budget) -> Outcome | None:
-    """An Outcome when the test is not run: the sample's budget is spent or it keeps timing out."""
+def _skipped(report: Report, name: str, budget: Budget) -> CaseOutcome | None:
+    """A CaseOutcome when the test is not run: the sample's budget is spent or it keeps timing out."""
     if time.monotonic() >= budget.sample_deadline:
-        return Outcome(name, False, TIMEOUT, _BUDGET_SPENT)
+        return CaseOutcome(name, False, TIMEOUT, _BUDGET_SPENT)
     if report.count(TIMEOUT) >= budget.max_timeouts:
-        return Outcome(name, False, TIMEOUT, _GAVE_UP)
+        return CaseOutcome(name, False, TIMEOUT, _GAVE_UP)
     return None
 
 
-def _prepared(session: Session, report: Report, budget: Budget, name: str) -> Outcome | None:
-    """Loads the program (again after a failure); an Outcome when that already fails the test.
+def _prepared(session: Session, report: Report, budget: Budget, name: str) -> CaseOutcome | None:
+    """Loads the program (again after a failure); an CaseOutcome when that already fails the test.
 
     Loading counts against the test's time and the sample's budget. A sandbox that does not
     start raises InfrastructureError: the grader's failure, never the program's.
@@ -111,7 +111,7 @@ def _prepared(session: Session, report: Report, budget: Budget, name: str) -> Ou
     except CandidateFailure as exc:
         return _failure_outcome(name, exc)
     except Exception as exc:
-        return Outcome(name, False, CRASH, f"loading the program: {_short(exc)}")
+        return CaseOutcome(name, False, CRASH, f"loading the program: {_short(exc)}")
     return None
 
 
@@ -177,7 +177,7 @@ def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTest
                 report.outcomes.append(early)
                 continue
             verdict = judge.run(message, session, budget.test_deadline())
-            report.outcomes.append(Outcome(name, verdict.passed, verdict.reason, verdict.message))
+            report.outcomes.append(CaseOutcome(name, verdict.passed, verdict.reason, verdict.message))
     finally:
         judge.close()
     return report
@@ -208,13 +208,13 @@ def run_calls(session: Session, tests: CallTests, budget: Budget) -> Report:
             report.outcomes.append(_failure_outcome(name, exc))
             continue
         except Exception as exc:
-            report.outcomes.append(Outcome(name, False, CRASH, _short(exc)))
+            report.outcomes.append(CaseOutcome(name, False, CRASH, _short(exc)))
             continue
         if values_match(value, case.expected, tolerance):
-            report.outcomes.append(Outcome(name, True))
+            report.outcomes.append(CaseOutcome(name, True))
         else:
             message = f"expected {describe_value(case.expected)}, got {describe_value(value)}"
-            report.outcomes.append(Outcome(name, False, WRONG, message))
+            report.outcomes.append(CaseOutcome(name, False, WRONG, message))
     return report
 
 
@@ -256,15 +256,17 @@ def _checker(tests: StdioTests, judges: JudgePool | None, session: Session, budg
 
 def _checked(
     checker: Judge, session: Session, name: str, stdin: str, expected: str, actual: str, budget: Budget
-) -> Outcome:
+) -> CaseOutcome:
     """The dataset's checker on one output, in the judge sandbox; its exceptions are wrong answers."""
     message = {"op": "run", "input": stdin, "expected": expected, "output": actual}
     verdict = checker.run(message, session, budget.test_deadline())
     if verdict.passed:
-        return Outcome(name, True)
+        return CaseOutcome(name, True)
     if verdict.reason == CRASH:
-        return Outcome(name, False, WRONG, f"the checker: {verdict.message}")
-    return Outcome(name, False, verdict.reason, f"the checker: {verdict.message}" if verdict.message else "")
+        return CaseOutcome(name, False, WRONG, f"the checker: {verdict.message}")
+    return CaseOutcome(
+        name, False, verdict.reason, f"the checker: {verdict.message}" if verdict.message else ""
+    )
 
 
 def run_stdio(
@@ -306,7 +308,7 @@ def _run_cases(
         )
         if error is not None:  # every test fails with it: the totals stay the label's
             cases = range(1, len(tests.cases) + 1)
-            report.outcomes = [Outcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
+            report.outcomes = [CaseOutcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
             return
         # compiling is not the tests' time: the sample's budget starts after it
         budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
@@ -324,22 +326,24 @@ def _run_cases(
             report.outcomes.append(_failure_outcome(name, exc))
             continue
         if run.memory_killed:
-            report.outcomes.append(Outcome(name, False, MEMORY, f"{session.memory_bytes >> 20} MB"))
+            report.outcomes.append(CaseOutcome(name, False, MEMORY, f"{session.memory_bytes >> 20} MB"))
         elif run.timeout:
-            report.outcomes.append(Outcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s"))
+            report.outcomes.append(CaseOutcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s"))
         elif run.output_limit:
-            report.outcomes.append(Outcome(name, False, OUTPUT, f"over {max_output} bytes"))
+            report.outcomes.append(CaseOutcome(name, False, OUTPUT, f"over {max_output} bytes"))
         elif run.signal or run.exit_code:
             how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
             detail = last_line(run.stderr)
-            report.outcomes.append(Outcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
+            report.outcomes.append(CaseOutcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
         elif checker is not None:
             actual = run.stdout.decode("utf-8", "replace")
             report.outcomes.append(_checked(checker, session, name, case.input, case.output, actual, budget))
         else:
             actual = run.stdout.decode("utf-8", "replace")
             mismatch = check_output(case.output, actual, tests.checker, tolerance)
-            report.outcomes.append(Outcome(name, mismatch is None, WRONG if mismatch else "", mismatch or ""))
+            report.outcomes.append(
+                CaseOutcome(name, mismatch is None, WRONG if mismatch else "", mismatch or "")
+            )
 
 
 def run_tests(
