@@ -119,3 +119,18 @@ async def test_a_large_batch_of_small_samples_is_graded_off_the_loop(monkeypatch
     results = await FormatGrader().score([Sample(response=each)] * (LARGE // len(each) + 8))
     assert all(r.reward == 1.0 for r in results)
     assert all(name.startswith("arbiter-cpu") for name in threads["grade"]), set(threads["grade"])
+
+
+async def test_a_large_sample_does_not_queue_behind_huge_ones() -> None:
+    """Two 12 MB samples in the pool made an honest 85 KB sample wait 5.5 s (red team, stall2)."""
+    import asyncio
+
+    from services.common.offload import HUGE, WORKERS, maybe_off_loop
+
+    release = threading.Event()
+    huge = [asyncio.ensure_future(maybe_off_loop(HUGE, release.wait, 30)) for _ in range(WORKERS)]
+    try:
+        assert await asyncio.wait_for(maybe_off_loop(LARGE, str.upper, "done"), 10) == "DONE"
+    finally:
+        release.set()
+        await asyncio.gather(*huge)
