@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, GraderUnavailableError, config_hash
+from services.common.grader import GraderBase, config_hash
+from services.reward_rules.code.backends.base import SandboxSource
+from services.reward_rules.code.backends.factory import check_backend, start_backend
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
@@ -29,7 +31,7 @@ from services.reward_rules.code.native import COMPILE, CompileCache
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
-from services.reward_rules.code.sandbox import Limits, bwrap_path
+from services.reward_rules.code.sandbox import Limits
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -37,7 +39,6 @@ from services.reward_rules.code.session import (
     TIMEOUT,
     WRONG,
     InfrastructureError,
-    SandboxSource,
     Session,
 )
 from services.reward_rules.code.testrun import (
@@ -71,28 +72,13 @@ LOG_KEYS = (
 LANGUAGES = {"python": "python", "py": "python", "python3": "python", "cpp": "cpp", "c++": "cpp"}
 
 
-class SandboxUnavailableError(GraderUnavailableError):
-    """bubblewrap is missing and unsafe mode was not chosen."""
-
-
 class CodeGrader(GraderBase):
     _log_keys = LOG_KEYS
 
     def __init__(self, config: CodeConfig | None = None) -> None:
         self.config = config or CodeConfig()
         self.runner = PythonRunner(self.config.python, self.config.python_site)
-        if self.config.backend == "local" and self.config.sandbox == "bwrap" and bwrap_path() is None:
-            raise SandboxUnavailableError(
-                "the code grader needs bubblewrap (`apt-get install bubblewrap`); to run candidate code "
-                "WITHOUT ANY ISOLATION set reward_rules.code.sandbox=unsafe"
-            )
-        if self.config.backend == "sandboxfusion" and not self.config.sandboxfusion_url:
-            raise ValueError("backend sandboxfusion needs sandboxfusion_url")
-        if self.config.backend == "local" and self.config.sandbox == "unsafe":
-            log.warning(
-                "!!! code grader in UNSAFE mode: candidate programs run WITHOUT a sandbox, "
-                "with this machine's files and network. Never use it for untrusted rollouts. !!!"
-            )
+        check_backend(self.config, log)
         self._info = GraderInfo(
             name="code",
             version=VERSION,
@@ -129,30 +115,14 @@ class CodeGrader(GraderBase):
     def _start_locked(self) -> None:
         if self._executor is not None:
             return
-        warm = self.config.warm_sandboxes or 2 * self.workers
-        if self.config.backend == "sandboxfusion":
-            from services.reward_rules.code.sandboxfusion import SandboxFusionSource
-
-            self._source = SandboxFusionSource(self.config.sandboxfusion_url, self._limits())
-            if self.config.sandbox == "unsafe" or bwrap_path() is not None:
-                self._judges = JudgePool(self._local_pool(self.workers), keep=self.workers)
-        else:
-            self._pool = self._local_pool(warm)
-            self._source = self._pool
-            self._judges = JudgePool(self._pool, keep=self.workers)
-            if self.config.reuse_sandboxes and self.config.sandbox == "bwrap":
-                self._stdio = ReusedSandboxes(self._pool, keep=self.workers)
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
-
-    def _local_pool(self, warm: int) -> SandboxPool:
-        return SandboxPool(
-            self.runner,
-            self._limits(),
-            mode=self.config.sandbox,
-            warm=warm,
-            host_uid=self.config.sandbox_uid,
-            seccomp=self.config.seccomp,
+        backend = start_backend(self.config, self.runner, self._limits(), self.workers)
+        self._source, self._pool, self._judges, self._stdio = (
+            backend.source,
+            backend.pool,
+            backend.judges,
+            backend.stdio,
         )
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
         if self._executor is None:

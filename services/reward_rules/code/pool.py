@@ -19,6 +19,7 @@ import threading
 from collections import deque
 from pathlib import Path
 
+from services.reward_rules.code.backends.base import SandboxLike
 from services.reward_rules.code.cgroups import CgroupManager, SandboxCgroup
 from services.reward_rules.code.runner import LanguageRunner
 from services.reward_rules.code.sandbox import Limits, Mode, Sandbox, bwrap_path
@@ -26,6 +27,13 @@ from services.reward_rules.code.seccomp import filter_program
 
 log = logging.getLogger(__name__)
 STARTERS = 2  # launch threads: a launch mostly waits on fork/exec and cgroupfs, not on the GIL
+
+
+def local_sandbox(sandbox: SandboxLike) -> Sandbox:
+    """A sandbox given back to a local source: one it handed out, so a local `Sandbox`."""
+    if not isinstance(sandbox, Sandbox):
+        raise TypeError(f"not a local sandbox: {type(sandbox).__name__}")
+    return sandbox
 
 
 class SandboxPool:
@@ -155,8 +163,9 @@ class SandboxPool:
         self.set_memory_limit(sandbox, memory_bytes)
         return sandbox
 
-    def set_memory_limit(self, sandbox: Sandbox, memory_bytes: int) -> None:
+    def set_memory_limit(self, sandbox: SandboxLike, memory_bytes: int) -> None:
         """Where cgroups allow; a changed group gets the default back before it is reused."""
+        sandbox = local_sandbox(sandbox)
         if sandbox.cgroup is None:
             return
         with self._lock:
@@ -165,8 +174,8 @@ class SandboxPool:
             self._custom.add(sandbox.cgroup.memory)
         sandbox.cgroup.set_memory_limit(memory_bytes)
 
-    def release(self, sandbox: Sandbox) -> None:
-        self._dead.put(sandbox)
+    def release(self, sandbox: SandboxLike) -> None:
+        self._dead.put(local_sandbox(sandbox))
 
     def _reap(self) -> None:
         while True:

@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from services.reward_rules.code.backends.base import SandboxLike
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.sandbox import Sandbox, SandboxError
 
@@ -85,10 +86,10 @@ class ReusedSandboxes:
                 self._out[id(sandbox)] = state
         return sandbox
 
-    def set_memory_limit(self, sandbox: Sandbox, memory_bytes: int) -> None:
+    def set_memory_limit(self, sandbox: SandboxLike, memory_bytes: int) -> None:
         self.pool.set_memory_limit(sandbox, memory_bytes)
 
-    def release(self, sandbox: Sandbox) -> None:
+    def release(self, sandbox: SandboxLike) -> None:
         """A sandbox not to be reused (something other than stdio runs happened in it)."""
         with self._lock:
             self._out.pop(id(sandbox), None)

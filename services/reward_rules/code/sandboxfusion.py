@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from services.reward_rules.code.backends.base import SandboxLike
 from services.reward_rules.code.harness import b64encode, dumps, loads
 from services.reward_rules.code.runner import harness_source
 from services.reward_rules.code.sandbox import Limits, SandboxError
@@ -154,10 +155,10 @@ class SandboxFusionSource:
     def acquire(self, memory_bytes: int) -> RemoteSandbox:
         return RemoteSandbox(self.client, self.limits)
 
-    def set_memory_limit(self, sandbox: RemoteSandbox, memory_bytes: int) -> None:
+    def set_memory_limit(self, sandbox: SandboxLike, memory_bytes: int) -> None:
         """The server applies its own limits."""
 
-    def release(self, sandbox: RemoteSandbox) -> None:
+    def release(self, sandbox: SandboxLike) -> None:
         sandbox.kill()
 
     def close(self) -> None:

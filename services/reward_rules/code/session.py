@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from services.reward_rules.code.backends.base import SandboxLike, SandboxSource
 from services.reward_rules.code.harness import (
     CandidateError,
     CodecError,
@@ -30,37 +31,6 @@ WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (
     "runtime error",
     "output limit",
 )
-
-
-class SandboxLike(Protocol):
-    """What a session needs of a sandbox: the local bwrap one or a remote SandboxFusion one."""
-
-    stderr_tail: bytearray
-    stderr_bytes: int
-
-    def wait_ready(self, deadline: float) -> None: ...
-
-    def request(
-        self, message: dict[str, Any], deadline: float, max_reply: int | None = None
-    ) -> dict[str, Any]: ...
-
-    def request_raw(self, body: bytes, deadline: float, max_reply: int | None = None) -> bytes: ...
-
-    def kill(self) -> None: ...
-
-    def oom_kills(self) -> int: ...
-
-    def stderr_text(self) -> str: ...
-
-
-class SandboxSource(Protocol):
-    def acquire(self, memory_bytes: int) -> Any: ...
-
-    def set_memory_limit(self, sandbox: Any, memory_bytes: int) -> None: ...
-
-    def release(self, sandbox: Any) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class InfrastructureError(Exception):
