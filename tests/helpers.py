@@ -11,7 +11,14 @@ from services.common.settings import ServerSettings
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader
 
-__all__ = ["ScriptedGrader", "ServiceProcess", "free_port", "rules_grader", "server_settings"]
+__all__ = [
+    "ScriptedGrader",
+    "ServiceProcess",
+    "WatchedGrader",
+    "free_port",
+    "rules_grader",
+    "server_settings",
+]
 
 
 def server_settings(**overrides: object) -> ServerSettings:
@@ -70,3 +77,18 @@ class ScriptedGrader:
 
     async def aclose(self) -> None:
         return None
+
+
+class WatchedGrader(ScriptedGrader):
+    """A ScriptedGrader that counts the grading cancelled under it (nobody waited any more)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = 0
+
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
+        try:
+            return await super().score(samples)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise

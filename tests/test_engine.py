@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 
 from services.common.cache import MemoryCache
 from services.common.contract import Result, Sample, Status
 from services.common.engine import ScoringEngine
 from services.common.settings import BatchSettings
-from tests.helpers import ScriptedGrader, server_settings
+from tests.helpers import ScriptedGrader, WatchedGrader, server_settings
 
 
 async def make_engine(grader: ScriptedGrader, **overrides: object) -> ScoringEngine:
@@ -180,23 +179,8 @@ async def test_a_joiner_with_a_later_deadline_gets_its_own_time() -> None:
     assert b.status is Status.OK and b.reward == len("slow:0.6")
 
 
-class _Watched(ScriptedGrader):
-    """Records grader work that was cancelled (nobody waited for it any more)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cancelled = 0
-
-    async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        try:
-            return await super().score(samples)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-
-
 async def test_work_nobody_waits_for_is_cancelled() -> None:
-    grader = _Watched()
+    grader = WatchedGrader()
     engine = await make_engine(grader, deadline_s=30)
     caller = asyncio.create_task(engine.score([Sample(response="hang")]))
     await asyncio.sleep(0.1)  # batched and in the grader
@@ -211,7 +195,7 @@ async def test_work_nobody_waits_for_is_cancelled() -> None:
 
 
 async def test_work_is_kept_while_one_waiter_is_left() -> None:
-    grader = _Watched()
+    grader = WatchedGrader()
     engine = await make_engine(grader, deadline_s=30)
     sample = Sample(response="slow:0.3")
     gone = asyncio.create_task(engine.score([sample]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import grpc
 import httpx
@@ -14,9 +14,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from services.common.client import ArbiterClient
-from services.common.contract import Result, Sample, Status
+from services.common.contract import Sample, Status
 from services.common.server import GraderServer
-from tests.helpers import ScriptedGrader, server_settings
+from tests.helpers import ScriptedGrader, WatchedGrader, server_settings
 
 PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 RESPONSES = [
@@ -132,7 +132,7 @@ async def test_health_info_metrics_and_reflection(rules_server: GraderServer) ->
 
 @pytest.mark.parametrize("transport", ["http", "grpc"])
 async def test_grader_failure_is_a_status_not_an_error(transport: str) -> None:
-    from tests.helpers import ScriptedGrader, server_settings
+    from tests.helpers import server_settings
 
     settings = server_settings(fallback_reward=-1.0)
     async with GraderServer("scripted", ScriptedGrader(), settings) as server:
@@ -162,21 +162,6 @@ async def test_metadata_grader_overrides_the_label(rules_server: GraderServer) -
     assert "rules/format_ok" in info.log_keys  # the grader's own keys are published
 
 
-class _Watched(ScriptedGrader):
-    """Records grading cancelled under it (nobody waited for it any more)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cancelled = 0
-
-    async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        try:
-            return await super().score(samples)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-
-
 async def _until(condition: Callable[[], bool]) -> None:
     for _ in range(100):
         if condition():
@@ -186,7 +171,7 @@ async def _until(condition: Callable[[], bool]) -> None:
 
 @pytest.mark.parametrize("path", ["/v1/score", "/get_reward"])
 async def test_an_http_client_that_hangs_up_cancels_its_samples_work(path: str) -> None:
-    grader = _Watched()
+    grader = WatchedGrader()
     async with GraderServer("scripted", grader, server_settings(deadline_s=60)) as server:
         host, port = server.http_url.split("//")[1].rstrip("/").split(":")
         body = (
@@ -210,7 +195,7 @@ async def test_a_cancelled_grpc_call_cancels_its_samples_work() -> None:
     from arbiter.v1 import reward_pb2 as pb
     from arbiter.v1 import reward_pb2_grpc as pb_grpc
 
-    grader = _Watched()
+    grader = WatchedGrader()
     async with GraderServer("scripted", grader, server_settings(deadline_s=60)) as server:
         async with grpc.aio.insecure_channel(server.grpc_target) as channel:
             stub = pb_grpc.RewardServiceStub(channel)  # type: ignore[no-untyped-call]
