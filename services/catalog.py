@@ -5,12 +5,12 @@ The CLI, `python -m services.<name>` and the deploy recipes all start services f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from services.common.cache import make_cache
-from services.common.engine import ScoringEngine
+from services.common.engine import Observer, ScoringEngine
 from services.common.grader import Grader
 from services.common.settings import ServerSettings
 from services.settings import ArbiterSettings
@@ -143,12 +143,33 @@ def build_named_grader(name: str, settings: ArbiterSettings) -> Grader:
     return spec.build(settings) if name == spec.name else spec.build_one(settings, name)
 
 
-def local_engine(name: str, settings: ArbiterSettings) -> ScoringEngine:
-    """A service's engine without a server, for a composing service in the same process."""
+def make_engine(
+    name: str,
+    settings: ArbiterSettings,
+    grader: Grader | None = None,
+    observers: Sequence[Observer] = (),
+) -> ScoringEngine:
+    """A service's engine (cache, dedupe, batcher, deadlines) over its grader, or over `grader`.
+
+    The one place an engine is assembled from the settings tree: a composing service in this
+    process, the eval tool and the Ray Serve replicas all take theirs from here.
+    """
     spec = service(name)
     return ScoringEngine(
-        spec.build(settings), spec.server_settings(settings), make_cache(settings.cache), settings.emergence
+        grader if grader is not None else spec.build(settings),
+        spec.server_settings(settings),
+        make_cache(settings.cache),
+        settings.emergence,
+        observers=observers,
     )
+
+
+def named_engine(name: str, settings: ArbiterSettings) -> ScoringEngine:
+    """The engine over a service's full grader or one of its graders, by name (`--grader`)."""
+    found = owner(name)
+    if found is None:
+        raise KeyError(f"unknown grader {name!r}; available: {', '.join(grader_names())}")
+    return make_engine(found, settings, grader=build_named_grader(name, settings))
 
 
 def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
@@ -158,7 +179,7 @@ def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
         settings.gateway,
         grader_names(),
         local_engines=peers,
-        local_factory=lambda name: local_engine(name, settings),
+        local_factory=lambda name: make_engine(name, settings),
     )
 
 

@@ -62,7 +62,7 @@ def serve(
 
     settings = _settings(config)
     if ray:
-        from deploy.ray_serve import serve_until_signalled
+        from services.ray_serve import serve_until_signalled
 
         serve_until_signalled(config, ray_address, host)
         return

@@ -58,9 +58,8 @@ async def _score(
             ray_scorer.stop()
     from services import catalog
 
-    grader = catalog.build_named_grader(source.grader, settings)
-    server = catalog.service(catalog.owner(source.grader) or source.grader).server_settings(settings)
-    return await run_scorer(plan, EngineScorer(grader, server, settings), console)
+    engine = catalog.named_engine(source.grader, settings)
+    return await run_scorer(plan, EngineScorer(engine, settings.emergence), console)
 
 
 async def score_job(

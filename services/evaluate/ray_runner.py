@@ -33,9 +33,8 @@ class ShardScorer:
                 from services.settings import ArbiterSettings
 
                 settings = ArbiterSettings.model_validate_json(self.settings_json)
-                grader = catalog.build_named_grader(self.grader_name, settings)
-                server = catalog.service(catalog.grader_names()[self.grader_name]).server_settings(settings)
-                scorer = EngineScorer(grader, server, settings, emergence_worker=False)
+                engine = catalog.named_engine(self.grader_name, settings)
+                scorer = EngineScorer(engine, settings.emergence, emergence_worker=False)
                 await scorer.start()
                 self._scorer = scorer
         return self._scorer

@@ -6,11 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from services.common.cache import make_cache
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.engine import ScoringEngine
-from services.common.grader import Grader
-from services.common.settings import KitSettings, ServerSettings
+from services.common.settings import EmergenceSettings
 from services.evaluate.emergence_pool import EmergencePool
 
 if TYPE_CHECKING:
@@ -48,15 +46,17 @@ class EngineScorer:
     """
 
     def __init__(
-        self, grader: Grader, server: ServerSettings, settings: KitSettings, emergence_worker: bool = True
+        self, engine: ScoringEngine, emergence: EmergenceSettings, emergence_worker: bool = True
     ) -> None:
-        """`emergence_worker=False` keeps the statistics in this process (a Ray actor: one per CPU
-        already, and a process whose threads a fork must not copy)."""
-        self.engine = ScoringEngine(grader, server, make_cache(settings.cache), settings.emergence)
-        self._batch = server.batch.max_batch_size
-        self._slots = asyncio.Semaphore(server.batch.max_concurrent_batches)
-        self._emergence = EmergencePool(settings.emergence, self.engine.emergence, worker=emergence_worker)
-        self._emergence_keys = tuple(k for k in self.engine.emergence.keys if k not in set(grader.log_keys))
+        """`engine` comes from `catalog.named_engine` (tests build their own); `emergence_worker=False`
+        keeps the statistics in this process (a Ray actor: one per CPU already, and a process whose
+        threads a fork must not copy)."""
+        self.engine = engine
+        self._batch = engine.server.batch.max_batch_size
+        self._slots = asyncio.Semaphore(engine.server.batch.max_concurrent_batches)
+        self._emergence = EmergencePool(emergence, engine.emergence, worker=emergence_worker)
+        grader_keys = set(engine.grader.log_keys)
+        self._emergence_keys = tuple(k for k in engine.emergence.keys if k not in grader_keys)
 
     @property
     def info(self) -> GraderInfo:

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.serve")
 
-from deploy import ray_serve  # noqa: E402  (after importorskip: needs ray)
+from services import ray_serve  # noqa: E402  (after importorskip: needs ray)
 
 ARBITER = Path(sys.executable).parent / "arbiter"
 CONFIG = {

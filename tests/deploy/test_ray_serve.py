@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 ray = pytest.importorskip("ray")
 serve = pytest.importorskip("ray.serve")
 
-from deploy import ray_serve  # noqa: E402  (after importorskip: needs ray)
+from services import ray_serve  # noqa: E402  (after importorskip: needs ray)
 
 ARBITER_CONFIG = {
     "cache": {"backend": "none"},
@@ -37,7 +37,7 @@ SERVE_CONFIG: dict[str, Any] = {
         {
             "name": "arbiter",
             "route_prefix": "/",
-            "import_path": "deploy.ray_serve:build_app",
+            "import_path": "services.ray_serve:build_app",
             "args": {"config": None},
             "deployments": [
                 {

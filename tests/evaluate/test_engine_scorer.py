@@ -14,7 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from services.common.cache import NullCache
 from services.common.contract import Sample, Status
+from services.common.engine import ScoringEngine
 from services.common.settings import KitSettings
 from services.evaluate.scorers import EngineScorer
 from tests.evaluate.conftest import math_rows, write_jsonl
@@ -27,7 +29,7 @@ def test_each_grader_batch_gets_the_whole_deadline() -> None:
         deadline_s=1.0, batch={"max_batch_size": 4, "max_concurrent_batches": 1, "max_wait_ms": 0}
     )
     settings = KitSettings.model_validate({"cache": {"backend": "none"}})
-    scorer = EngineScorer(grader, server, settings)
+    scorer = EngineScorer(ScoringEngine(grader, server, NullCache(), settings.emergence), settings.emergence)
     samples = [Sample(prompt="p", response=f"answer {i}") for i in range(160)]  # 40 batches, ~2 s
 
     async def run() -> list[Status]:
@@ -61,7 +63,10 @@ def test_emergence_computed_beside_the_grader_equals_the_engines_own() -> None:
     ]
 
     async def both() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-        scorer = EngineScorer(rules_grader(), server_settings(), settings)
+        scorer = EngineScorer(
+            ScoringEngine(rules_grader(), server_settings(), make_cache(settings.cache), settings.emergence),
+            settings.emergence,
+        )
         engine = ScoringEngine(
             rules_grader(), server_settings(), make_cache(settings.cache), settings.emergence
         )

@@ -10,6 +10,9 @@ replica sees batches, and Serve's router spreads them over replicas by queue len
 
     serve run deploy/ray_serve.yaml               # Serve's own CLI (config: deploy/ray_serve.yaml)
     arbiter serve --ray [--config arbiter.yaml]   # the same app, options from deploy/ray_serve.yaml
+
+It lives in services/ (a way to host the services, beside serving.py for one process), so the CLI
+imports nothing from deploy/; deploy/ray_serve.yaml names it by import path.
 """
 
 from __future__ import annotations
@@ -31,9 +34,7 @@ from ray.serve import Deployment
 from ray.serve.handle import DeploymentHandle
 
 from services import catalog
-from services.common.cache import make_cache
 from services.common.contract import GraderInfo, Result, Sample
-from services.common.engine import ScoringEngine
 from services.common.http_app import ASGIApp, build_http_app
 from services.gateway.backends import BackendError
 from services.gateway.grader import GatewayGrader
@@ -43,7 +44,7 @@ from services.settings import ArbiterSettings, load
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SERVE_CONFIG = Path(__file__).resolve().parent / "ray_serve.yaml"
+SERVE_CONFIG = REPO_ROOT / "deploy" / "ray_serve.yaml"
 APP_NAME = "arbiter"
 SettingsDump = dict[str, Any]
 
@@ -83,13 +84,7 @@ class ServiceReplicaImpl:
     async def __init__(self, service: str, settings: SettingsDump) -> None:  # type: ignore[misc]
         self.service = service
         resolved = settings_from_dump(fit_workers_to_cpus(service, settings, _assigned_cpus()))
-        spec = catalog.service(service)
-        self.engine = ScoringEngine(
-            spec.build(resolved),
-            spec.server_settings(resolved),
-            make_cache(resolved.cache),
-            resolved.emergence,
-        )
+        self.engine = catalog.make_engine(service, resolved)
         await self.engine.start()
 
     async def info(self) -> GraderInfo:
@@ -150,13 +145,7 @@ class GatewayIngress:
         backends = {name: HandleBackend(name, handle) for name, handle in services.items()}
         grader = GatewayGrader(resolved.gateway, backends, catalog.grader_names())
         stats = RollingStats(resolved.gateway.stats_window)
-        self.engine = ScoringEngine(
-            grader,
-            resolved.gateway,
-            make_cache(resolved.cache),
-            resolved.emergence,
-            observers=[stats.observe],
-        )
+        self.engine = catalog.make_engine("gateway", resolved, grader=grader, observers=[stats.observe])
         self._app = build_http_app(self.engine, title="arbiter gateway (Ray Serve)", routers=[stats.router()])
         await self.engine.start()
 
@@ -171,7 +160,7 @@ class GatewayIngress:
         await self.engine.stop()
 
 
-# Serve pickles these by reference: the classes stay importable as deploy.ray_serve.*.
+# Serve pickles these by reference: the classes stay importable as services.ray_serve.*.
 ServiceReplica: Deployment = serve.deployment()(ServiceReplicaImpl)
 Gateway: Deployment = serve.deployment()(serve.ingress()(GatewayIngress))
 
@@ -268,7 +257,7 @@ def fit_to_cluster(
 
 
 def runtime_env() -> dict[str, Any]:
-    """Workers import `deploy.ray_serve` by name: put this checkout on their path."""
+    """Workers import `services.ray_serve` by name: put this checkout on their path."""
     paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
