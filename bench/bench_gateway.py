@@ -37,7 +37,7 @@ from bench_math import make_workload  # noqa: E402
 
 from services.common.contract import Sample  # noqa: E402
 from services.common.grader import Grader  # noqa: E402
-from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
+from testkit.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 BATCH = 64
 CLIENTS = 4

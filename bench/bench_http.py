@@ -34,8 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from services.common.openrlhf_client import post_all  # noqa: E402
-from services.common.procs import ServiceProcess, free_port  # noqa: E402
+from testkit.openrlhf_client import post_all  # noqa: E402
+from testkit.procs import ServiceProcess, free_port  # noqa: E402
 
 CONSTANT = json.dumps({"rewards": [0.0], "scores": [0.0], "extra_logs": {}}).encode()
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -39,8 +39,8 @@ from fastapi.responses import JSONResponse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from services.common.openrlhf_client import post_all  # noqa: E402
-from services.common.procs import ServiceProcess, free_port, percentile  # noqa: E402
+from testkit.openrlhf_client import post_all  # noqa: E402
+from testkit.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 PROMPT = "<|im_start|>user\nHow many primes are below 30?<|im_end|>\n<|im_start|>assistant\n"
 HIDDEN = 2048

@@ -35,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.common.contract import Sample, Status
-from services.common.procs import percentile
 from services.reward_rules.math import MathConfig, MathGrader
+from testkit.procs import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_SET = ROOT.parent / "shared" / "corpora" / "math_extraction_dev.jsonl"

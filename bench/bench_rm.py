@@ -43,15 +43,15 @@ from fastapi.responses import JSONResponse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from services.common.openrlhf_client import post_all  # noqa: E402
-from services.common.procs import ServiceProcess, free_port  # noqa: E402
+from testkit.openrlhf_client import post_all  # noqa: E402
+from testkit.procs import ServiceProcess, free_port  # noqa: E402
 
 PROMPT = "<s><|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
 
 
 def make_queries(count: int, min_words: int, max_words: int, seed: int = 0) -> list[tuple[str, str]]:
     """(prompt, query) pairs; queries end with EOS as a stopped rollout's do. Mixed lengths."""
-    from tests.reward_rm.tiny_checkpoints import sentence
+    from testkit.tiny_checkpoints import sentence
 
     rng = random.Random(seed)
     pairs = []
@@ -248,7 +248,7 @@ def main() -> None:
         print(json.dumps(run_raw(args.checkpoint, [q for _, q in pairs], args.token_budget)))
         return
 
-    from tests.reward_rm.tiny_checkpoints import build
+    from testkit.tiny_checkpoints import build
 
     overrides: dict[str, Any] = {"device": args.device, "dtype": args.dtype}
     if args.vllm_url:

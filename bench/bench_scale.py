@@ -28,7 +28,9 @@ import httpx
 import sympy  # type: ignore[import-untyped]
 import yaml
 
-from services.common.procs import ServiceProcess, free_port
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testkit/ beside bench/
+
+from testkit.procs import ServiceProcess, free_port
 
 
 def math_samples(count: int) -> list[dict[str, Any]]:

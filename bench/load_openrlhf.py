@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from services.common.procs import ServiceProcess, free_port, percentile, rss_mib, start_redis  # noqa: E402
+from testkit.procs import ServiceProcess, free_port, percentile, rss_mib, start_redis  # noqa: E402
 
 GATEWAY_CONFIG = """
 gateway:

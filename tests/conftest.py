@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.common.procs import start_redis
 from services.common.server import GraderServer
+from testkit.procs import start_redis
 from tests.helpers import free_port, rules_grader, server_settings
 
 

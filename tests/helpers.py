@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.procs import ServiceProcess, free_port
 from services.common.settings import ServerSettings
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader
+from testkit.procs import ServiceProcess, free_port
 
 __all__ = [
     "ScriptedGrader",

@@ -11,8 +11,8 @@ import pytest
 from services.common.cache import MemoryCache, RedisCache, cache_key, make_cache
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.engine import ScoringEngine
-from services.common.procs import start_redis
 from services.common.settings import CacheSettings
+from testkit.procs import start_redis
 from tests.helpers import ScriptedGrader, free_port, server_settings
 
 INFO = GraderInfo(name="g", version="1", config_hash="abc")

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from services.common.openrlhf_client import Reply, post_one
+from testkit.openrlhf_client import Reply, post_one
 from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from tests.reward_rm.tiny_checkpoints import build
+    from testkit.tiny_checkpoints import build
 
     checkpoints = build(tmp_path_factory.mktemp("compose_rm"))
     for path in [checkpoints.openrlhf, *checkpoints.openrlhf.rglob("*")]:
@@ -265,8 +265,8 @@ def test_code_burst_runs_every_program_in_the_container_sandbox(stack: Stack) ->
 def test_reward_model_in_its_container_matches_a_direct_forward(stack: Stack) -> None:
     import random
 
+    from testkit.tiny_checkpoints import sentence
     from tests.reward_rm.reference import EOS, Reference, openrlhf_text
-    from tests.reward_rm.tiny_checkpoints import sentence
 
     tiny = stack.checkpoints  # type: ignore[attr-defined]
     ref = Reference(tiny.openrlhf, tiny.mean, tiny.std, normalize=True)

@@ -22,7 +22,7 @@ import httpx
 import pytest
 import yaml
 
-from services.common.procs import free_port
+from testkit.procs import free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 ray = pytest.importorskip("ray")

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 import yaml
 
-from services.common.procs import free_port
+from testkit.procs import free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 ray = pytest.importorskip("ray")

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.common.procs import rss_mib
+from testkit.procs import rss_mib
 from tests.helpers import ServiceProcess, free_port
 
 PROMPTS, SAMPLES = 1024, 16

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, build
+from testkit.tiny_checkpoints import TinyCheckpoints, build
 
 
 def pytest_configure(config: pytest.Config) -> None:

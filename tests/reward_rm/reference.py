@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.reward_rm.tiny_checkpoints import CHAT_TEMPLATE  # noqa: F401  (documents the template in use)
+from testkit.tiny_checkpoints import CHAT_TEMPLATE  # noqa: F401  (documents the template in use)
 
 EOS = "</s>"
 BOS = "<s>"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.reward_rm.checkpoint import CheckpointError, read_checkpoint
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
+from testkit.tiny_checkpoints import TinyCheckpoints
 
 
 def write_config(root: Path, **config: object) -> Path:

@@ -15,8 +15,8 @@ import pytest
 from services.common.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
+from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.reference import EOS, Reference, openrlhf_text
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
 
 TOLERANCE = 1e-5
 CHATML_PROMPT = "<s><|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"

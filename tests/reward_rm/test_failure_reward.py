@@ -12,7 +12,7 @@ from services.common.contract import Sample, Status
 from services.common.engine import ScoringEngine
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
+from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 
 
 def samples(count: int) -> list[Sample]:

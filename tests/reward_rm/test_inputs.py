@@ -9,7 +9,7 @@ import pytest
 from services.common.contract import Sample
 from services.reward_rm.inputs import InputBuilder
 from services.reward_rm.settings import RMServiceSettings
-from tests.reward_rm.tiny_checkpoints import CHAT_TEMPLATE, build_tokenizer
+from testkit.tiny_checkpoints import CHAT_TEMPLATE, build_tokenizer
 
 QUERY_PROMPT = "<s><|im_start|>user\nis two plus two four<|im_end|>\n<|im_start|>assistant\n"
 

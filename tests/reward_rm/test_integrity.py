@@ -15,9 +15,9 @@ import pytest
 from services.common.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from testkit.tiny_checkpoints import TinyCheckpoints
 from tests.reward_rm.fake_vllm import FakeVLLM
 from tests.reward_rm.reference import Reference
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
 
 QUERY_PROMPT = "<s><|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
 EASY = ("is two plus two four", "yes")

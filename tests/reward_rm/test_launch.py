@@ -12,7 +12,7 @@ import pytest
 
 from services.reward_rm.checkpoint import CheckpointError, read_checkpoint
 from services.reward_rm.launch import LaunchOptions, vllm_command
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
+from testkit.tiny_checkpoints import TinyCheckpoints
 
 
 def flag(command: list[str], name: str) -> str:

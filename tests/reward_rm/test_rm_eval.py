@@ -12,8 +12,8 @@ from rich.console import Console
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.rm_eval import evaluate_pairs, rm_eval_command
 from services.reward_rm.settings import RMServiceSettings
+from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.reference import Reference
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
 
 
 def write_pairs(path: Path, ref: Reference) -> dict[str, list[bool]]:

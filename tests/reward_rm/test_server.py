@@ -14,8 +14,8 @@ from services.common.server import GraderServer
 from services.reward_rm.checkpoint import CheckpointError
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
+from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.reference import EOS, Reference, openrlhf_text
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
 
 CHATML_PROMPT = "<s><|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
 

@@ -7,7 +7,7 @@ import pytest
 from services.common.settings import KitSettings, load_settings
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
+from testkit.tiny_checkpoints import TinyCheckpoints
 
 
 class _Tree(KitSettings):

@@ -15,10 +15,10 @@ import pytest
 from services.common.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.fake_vllm import FakeVLLM
 from tests.reward_rm.reference import Reference
 from tests.reward_rm.test_equivalence import mixed_samples
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints, sentence
 
 
 @pytest.fixture(scope="module")

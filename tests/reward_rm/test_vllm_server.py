@@ -25,10 +25,10 @@ from services.reward_rm.checkpoint import read_checkpoint
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.launch import LaunchOptions, vllm_command
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from testkit.tiny_checkpoints import TinyCheckpoints
 from tests.helpers import free_port
 from tests.reward_rm import vllm_venv
 from tests.reward_rm.test_equivalence import mixed_samples
-from tests.reward_rm.tiny_checkpoints import TinyCheckpoints
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
 

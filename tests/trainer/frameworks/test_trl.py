@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.reward_rm.tiny_checkpoints import build_tokenizer
+from testkit.tiny_checkpoints import build_tokenizer
 from tests.trainer.frameworks.conftest import RunningGateway
 
 pytestmark = pytest.mark.framework

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.reward_rm.tiny_checkpoints import build_tokenizer
+from testkit.tiny_checkpoints import build_tokenizer
 from tests.trainer.frameworks.conftest import RunningGateway
 from tests.trainer.frameworks.proxy import FirstClientOnly
 

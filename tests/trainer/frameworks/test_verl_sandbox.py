@@ -51,7 +51,7 @@ def rules_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.reward_rm.tiny_checkpoints import build_tokenizer
+    from testkit.tiny_checkpoints import build_tokenizer
 
     path = tmp_path_factory.mktemp("tiny-tokenizer")
     build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
