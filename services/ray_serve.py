@@ -23,6 +23,7 @@ import math
 import os
 import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -304,14 +305,13 @@ def serve_until_signalled(
     """`arbiter serve --ray`: deploy, print where, and delete the application on Ctrl+C/SIGTERM."""
     url = start(config, address, host)
     name = read_serve_config().get("name", APP_NAME)
+    # Our handlers go in before saying where we serve: ray.init installed its own (which exit at
+    # once on SIGTERM without deleting the application), and a user who has read the line below
+    # may stop us at any moment after it.
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     print(f"arbiter on Ray Serve: {url}\n    OpenRLHF: --reward.remote_url {url}/get_reward", file=sys.stderr)
-    stop = asyncio.Event()
-
-    async def wait() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-
-    asyncio.run(wait())
+    while not stop.wait(0.5):  # a timed wait, so the main thread runs the handlers promptly
+        pass
     serve.delete(name)

@@ -105,7 +105,10 @@ def test_arbiter_serve_ray_with_the_shipped_file_serves(tmp_path: Path) -> None:
         while True:
             assert process.poll() is None, f"arbiter serve --ray exited:\n{log.read_text()[-6000:]}"
             try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                # Serving, and saying so: the command has its signal handlers from that line on.
+                if "arbiter on Ray Serve:" in log.read_text() and (
+                    httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+                ):
                     break
             except httpx.HTTPError:
                 pass
