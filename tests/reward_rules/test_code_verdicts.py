@@ -188,3 +188,16 @@ def test_loading_the_program_counts_against_the_sample_budget(code_grader: CodeG
     tests = {"kind": "call", "entry_point": "f", "cases": [{"args": [1], "expected": 1}]}
     outcomes = _report(code_grader, program, tests, 1.0)
     assert outcomes[0].startswith("case 1: timeout"), outcomes  # the old grader gave it 5 s: a pass
+
+
+def test_a_compiler_missing_from_the_host_is_a_grader_error_not_a_compile_error(tmp_path: Path) -> None:
+    grader = CodeGrader(CodeConfig(workers=1, warm_sandboxes=1, cxx=str(tmp_path / "no-g++")))
+    spec = {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}]}
+    label = json.dumps({"grader": "code", "language": "cpp", "tests": spec})
+    program = "```cpp\n#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b;}\n```"
+    try:
+        (result,) = score(grader, Sample(response=program, label=label))
+    finally:
+        asyncio.run(grader.aclose())
+    assert result.status is Status.GRADER_ERROR, result.detail
+    assert "compiler" in result.detail

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from services.reward_rules.code.session import TIMEOUT, CandidateFailure, Session, last_line
+from services.reward_rules.code.session import (
+    TIMEOUT,
+    CandidateFailure,
+    InfrastructureError,
+    Session,
+    last_line,
+)
 
 COMPILE = "compile error"
 
@@ -110,7 +117,10 @@ def prepare_binary(
     """Puts the program's binary in the session's sandbox; a compile error's message otherwise.
 
     The compile gets `compile_memory_bytes` (at least the tests' limit) and its own
-    `time_limit_s`, outside the tests' budget; the tests get theirs."""
+    `time_limit_s`, outside the tests' budget; the tests get theirs. A compiler missing from this
+    host is an InfrastructureError (GRADER_ERROR), never the program's compile error."""
+    if not os.access(argv[0], os.X_OK):
+        raise InfrastructureError(f"the C++ compiler {argv[0]} is not on this host (apt-get install g++)")
     key = cache_key(session.program, argv)
     cached = cache.claim(key, max(deadline - time.monotonic(), 0))
     if cached is not None:
