@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# extra_logs names a trainer reserves for itself (DESIGN.md); a grader must never emit them.
+# extra_logs names a trainer reserves for itself (they go to wandb as train/<key>, beside its own
+# train/reward, train/score and train/kl); a grader must never emit them.
 RESERVED_LOG_KEYS = frozenset({"reward", "score", "kl", "rewards", "scores"})
 # A log a grader sets to 1 on a result that no cache may keep (see `Result.not_cached`). A log
 # rather than a field, so that it crosses every hop (gRPC, HTTP, the gateway) and the trainer sees it.
@@ -121,7 +122,8 @@ class OpenRLHFRequest(BaseModel):
     """OpenRLHF's `--reward.remote_url` body: parallel lists, usually of length 1.
 
     Lax on purpose: /get_reward turns a bad item into a fallback reward plus a flag
-    instead of rejecting the body (DESIGN.md), so per-item checks live in
+    instead of rejecting the body (a sample left without a reward crashes OpenRLHF's training),
+    so per-item checks live in
     services/common/openrlhf.py, which builds this from the body and reads it.
     """
 
