@@ -18,14 +18,13 @@ That saves a sandbox launch per sample: half the cost of a test.
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Sandbox, SandboxError
+from services.reward_rules.code.sandbox import Sandbox, SandboxError, proven_clean
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -158,26 +157,7 @@ class Judge:
         for the next sample) is read and dropped: only a pong carrying a nonce sent once the
         cgroup held nothing but the zygote counts, and nothing else then can have read it.
         """
-        assert sandbox.cgroup is not None
-        deadline = time.monotonic() + END_TIMEOUT_S
-        try:
-            sandbox.send_raw(b'{"op":"end"}', deadline)
-            while len(sandbox.cgroup.pids_in()) > self.baseline:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.002)
-            nonce = secrets.token_hex(16)
-            sandbox.send_raw(json.dumps({"op": "ping", "nonce": nonce}).encode(), deadline)
-            for _ in range(64):
-                try:
-                    reply = json.loads(sandbox.receive_raw(deadline, _VERDICT_BYTES))
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(reply, dict) and reply.get("pong") == nonce:
-                    return reply.get("clean") is True and sandbox.oom_kills() == self._oom_before
-        except SandboxError:
-            return False
-        return False
+        return proven_clean(sandbox, b'{"op":"end"}', self.baseline, self._oom_before, END_TIMEOUT_S)
 
     def run(self, message: dict[str, Any], candidate: Session, deadline: float) -> Verdict:
         """Runs one test (`{"op": "run", ...}`) against the loaded program by `deadline`."""

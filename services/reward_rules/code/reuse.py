@@ -23,15 +23,13 @@ kill, a reset that is not clean or not in time) is killed as before; each serves
 
 from __future__ import annotations
 
-import json
-import secrets
 import threading
 import time
 from dataclasses import dataclass
 
 from services.reward_rules.code.backends.base import SandboxLike
 from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Sandbox, SandboxError
+from services.reward_rules.code.sandbox import Sandbox, SandboxError, proven_clean
 
 MAX_USES = 64
 RESET_TIMEOUT_S = 2.0
@@ -110,31 +108,11 @@ class ReusedSandboxes:
         self.pool.release(sandbox)
 
     def _reset(self, sandbox: Sandbox, state: _State) -> bool:
-        cgroup = sandbox.cgroup
-        assert cgroup is not None
-        deadline = time.monotonic() + RESET_TIMEOUT_S
-        try:
-            sandbox.send_raw(b'{"op":"reset"}', deadline)
-            while len(cgroup.pids_in()) > state.baseline:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.001)
-            nonce = secrets.token_hex(16)
-            sandbox.send_raw(json.dumps({"op": "ping", "nonce": nonce}).encode(), deadline)
-            for _ in range(64):
-                try:
-                    reply = json.loads(sandbox.receive_raw(deadline, 1 << 16))
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(reply, dict) and reply.get("pong") == nonce:
-                    if reply.get("clean") is not True or sandbox.oom_kills() != state.oom_before:
-                        return False
-                    sandbox.stderr_tail.clear()
-                    sandbox.stderr_bytes = 0
-                    return True
-        except SandboxError:
+        if not proven_clean(sandbox, b'{"op":"reset"}', state.baseline, state.oom_before, RESET_TIMEOUT_S):
             return False
-        return False
+        sandbox.stderr_tail.clear()
+        sandbox.stderr_bytes = 0
+        return True
 
     def idle_sandboxes(self) -> list[Sandbox]:
         with self._lock:

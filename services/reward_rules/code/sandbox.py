@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import shutil
 import struct
@@ -326,3 +327,35 @@ class Sandbox:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+
+
+def proven_clean(sandbox: Sandbox, op: bytes, baseline: int, oom_before: int, timeout_s: float) -> bool:
+    """Ends a sample in a reused sandbox (`op`: the harness's end/reset) and proves only the
+    sandbox's own resident process is left to answer, before the sandbox serves another sample.
+
+    Anything the sample's code wrote on the pipe (a forged reply, answers written ahead for the
+    next sample) is read and dropped: only a pong carrying a nonce sent once the cgroup was back
+    to `baseline` processes counts, and nothing else can then have read the nonce. A memory kill
+    during the sample (`oom_before` changed) or a harness that reports itself unclean fails it.
+    """
+    cgroup = sandbox.cgroup
+    assert cgroup is not None
+    deadline = time.monotonic() + timeout_s
+    try:
+        sandbox.send_raw(op, deadline)
+        while len(cgroup.pids_in()) > baseline:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        nonce = secrets.token_hex(16)
+        sandbox.send_raw(json.dumps({"op": "ping", "nonce": nonce}).encode(), deadline)
+        for _ in range(64):
+            try:
+                reply = json.loads(sandbox.receive_raw(deadline, 1 << 16))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(reply, dict) and reply.get("pong") == nonce:
+                return reply.get("clean") is True and sandbox.oom_kills() == oom_before
+    except SandboxError:
+        return False
+    return False
