@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Sandbox, SandboxError, proven_clean
+from services.reward_rules.code.sandbox import Sandbox, SandboxError, parse_frame, proven_clean
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -221,12 +221,6 @@ class Judge:
             if not frame.startswith(_CALL_PREFIX):
                 if len(frame) > _VERDICT_BYTES:
                     raise SandboxError("protocol", "verdict frame over the limit")
-                try:
-                    reply = json.loads(frame)
-                except (ValueError, RecursionError):
-                    raise SandboxError("protocol", "verdict is not JSON") from None
-                if not isinstance(reply, dict):
-                    raise SandboxError("protocol", "verdict is not an object")
-                return reply
+                return parse_frame(frame, "verdict")
             answer = candidate.relay(frame, deadline, self.max_value_bytes)
             judge.send_raw(answer, deadline)

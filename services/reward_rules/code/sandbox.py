@@ -55,14 +55,14 @@ class Limits:
     max_frame_bytes: int
 
 
-def _parse(body: bytes) -> dict[str, Any]:
-    """A reply frame's JSON object; a sandbox that sends anything else broke the protocol."""
+def parse_frame(body: bytes, what: str = "reply") -> dict[str, Any]:
+    """A frame's JSON object; a sandbox that sends anything else broke the protocol."""
     try:
         reply = json.loads(body)
     except (ValueError, RecursionError):
-        raise SandboxError("protocol", "reply is not JSON") from None
+        raise SandboxError("protocol", f"{what} is not JSON") from None
     if not isinstance(reply, dict):
-        raise SandboxError("protocol", "reply is not an object")
+        raise SandboxError("protocol", f"{what} is not an object")
     return reply
 
 
@@ -212,7 +212,7 @@ class Sandbox:
     ) -> dict[str, Any]:
         """Sends a request; its reply decoded (a reply over `max_reply` bytes is never read)."""
         body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
-        return _parse(self.request_raw(body, deadline, max_reply))
+        return parse_frame(self.request_raw(body, deadline, max_reply))
 
     def request_raw(self, body: bytes, deadline: float, max_reply: int | None = None) -> bytes:
         """Sends a frame body, returns the reply's body unread: what a relay forwards as it came."""
@@ -286,7 +286,7 @@ class Sandbox:
         return body
 
     def _receive(self, deadline: float) -> dict[str, Any]:
-        return _parse(self.receive_raw(deadline))
+        return parse_frame(self.receive_raw(deadline))
 
     def _read_some(self, deadline: float) -> None:
         if not self._poll(self._ctl_out, select.POLLIN, deadline):
