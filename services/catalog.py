@@ -16,6 +16,7 @@ from services.common.settings import ServerSettings
 from services.settings import ArbiterSettings
 
 if TYPE_CHECKING:  # the HTTP/gRPC stack loads only to serve: `arbiter score` starts without it
+    from services.common.fleet import Fleet
     from services.common.server import GraderServer
 
 Peers = Mapping[str, ScoringEngine]
@@ -183,10 +184,14 @@ def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
     )
 
 
-def make_server(name: str, settings: ArbiterSettings, peers: Peers | None = None) -> GraderServer:
+def make_server(
+    name: str, settings: ArbiterSettings, peers: Peers | None = None, fleet: Fleet | None = None
+) -> GraderServer:
+    """Service `name` ready to start; with a `fleet`, as one of several workers on its ports."""
     from services.common.server import GraderServer
 
     spec = service(name)
+    scope = fleet.scoped(name) if fleet is not None else None
     server = spec.server_settings(settings)
     if name == "gateway":
         from services.gateway.stats import RollingStats
@@ -199,11 +204,12 @@ def make_server(name: str, settings: ArbiterSettings, peers: Peers | None = None
             settings.cache,
             settings.emergence,
             observers=[stats.observe],
-            routers=[stats.router()],
+            routers=[stats.router(scope)],
+            fleet=scope,
         )
     grader = spec.build(settings)
     return GraderServer(
-        name, grader, server, settings.cache, settings.emergence, routers=spec.routers(grader)
+        name, grader, server, settings.cache, settings.emergence, routers=spec.routers(grader), fleet=scope
     )
 
 

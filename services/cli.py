@@ -1,20 +1,27 @@
-"""`arbiter`: serve the services, or score a file with the same graders, in-process."""
+"""`arbiter`: serve the services, or score a file with the same graders, in-process.
+
+The services load inside each command, not here: `arbiter score --grader math` starts the math
+grader's fork server before it pays for them (see `score`).
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from services import catalog
-from services.common.logs import configure_logging
-from services.serving import run
-from services.settings import ArbiterSettings, load
+if TYPE_CHECKING:
+    from services.settings import ArbiterSettings
+
+# catalog.SERVICES, named here so that loading the CLI loads no service (tests/test_cli.py checks)
+SERVICE_NAMES = ("reward_rules", "judge_proxy", "reward_rm", "gateway")
+# Graders that send samples to the math grader's worker pool (reward_rules: its reference grader)
+_MATH_GRADERS = frozenset({"math", "reward_rules"})
 
 app = typer.Typer(
     name="arbiter",
@@ -31,6 +38,9 @@ ConfigOption = Annotated[
 
 
 def _settings(config: Path | None) -> ArbiterSettings:
+    from services.common.logs import configure_logging
+    from services.settings import load
+
     try:
         settings = load(config)
     except Exception as exc:  # pydantic's message names the bad field
@@ -44,7 +54,7 @@ def _settings(config: Path | None) -> ArbiterSettings:
 def serve(
     services: Annotated[
         list[str] | None,
-        typer.Argument(help=f"services to start (default: all of {', '.join(catalog.SERVICES)})"),
+        typer.Argument(help=f"services to start (default: all of {', '.join(SERVICE_NAMES)})"),
     ] = None,
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="bind address for every service started")] = None,
@@ -55,12 +65,22 @@ def serve(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join with --ray (e.g. auto); default: a local Ray")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=64,
+            help="processes serving the same ports, merged /metrics (0: one per CPU; default: settings, 1)",
+        ),
+    ] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
     from services import serving
     from services.common.auth import AuthConfigError  # gRPC loads only to serve
 
     settings = _settings(config)
+    if workers is not None:
+        settings.workers = workers
     if ray:
         from services.ray_serve import serve_until_signalled
 
@@ -74,9 +94,9 @@ def serve(
     for name, reason in skipped.items():
         err.print(f"{name} skipped: {escape(reason)}")
 
-    def announce(servers: Sequence[Any]) -> None:
+    def announce(servers: Sequence[serving.Served]) -> None:
         for s in servers:
-            info = s.engine.info
+            info = s.info
             err.print(
                 f"[bold green]{s.name}[/bold green] ({info.name} {info.version}, "
                 f"config {info.config_hash}) http {s.http_url}  grpc {s.grpc_target or 'off'}"
@@ -144,6 +164,13 @@ def score(
     batch: Annotated[int, typer.Option(help="samples per chunk written at once")] = 256,
 ) -> None:
     """Score an eval set; resumable (rerun the same command after a crash); writes summary and report."""
+    if url is None and not ray and ray_address is None and grader in _MATH_GRADERS:
+        # A fresh Python importing sympy (half a second): it starts now, while this process
+        # imports the rest and builds its engine, and the math grader's pool takes it over.
+        from services.reward_rules.math.pool import prestart
+
+        prestart()
+    from services import catalog
     from services.evaluate.columns import ColumnMap
     from services.evaluate.job import ScoreSource, score_job
     from services.evaluate.outfiles import UnsafeOutput
@@ -151,6 +178,7 @@ def score(
     from services.evaluate.readers import InputError, detect_format
     from services.evaluate.runner import RunConflict, RunPlan
     from services.evaluate.scorers import ScoringAborted
+    from services.serving import run
 
     settings = _settings(config)
     if url is None and catalog.owner(grader) is None:
@@ -225,6 +253,7 @@ def check(
 ) -> None:
     """Send one probe sample the way the trainer will; print the verdict, latency and extra_logs."""
     from services.probe import probe
+    from services.serving import run
 
     report = run(probe(url, prompt, response, label, timeout))
     report.print(err)
@@ -284,6 +313,8 @@ def rm_eval(
 @app.command()
 def graders() -> None:
     """List the services and graders this install has."""
+    from services import catalog
+
     for name in catalog.SERVICES:
         spec = catalog.service(name)
         typer.echo(f"{name}: {spec.summary}")

@@ -146,16 +146,19 @@ class RewardServicer:
 
 
 def build_grpc_server(
-    engine: ScoringEngine, token: str | None = None
+    engine: ScoringEngine, token: str | None = None, reuse_port: bool = False
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
-    """An unstarted grpc.aio server with the reward, health and reflection services."""
+    """An unstarted grpc.aio server with the reward, health and reflection services.
+
+    `reuse_port` lets sibling worker processes bind the same port; otherwise a port already
+    taken is an error (gRPC's own default would share it silently with any other server)."""
     limit = engine.server.max_body_bytes
     server = grpc.aio.server(
         interceptors=[GrpcAuthInterceptor(token)] if token else None,
         options=[
             ("grpc.max_receive_message_length", limit),
             ("grpc.max_send_message_length", limit),
-            ("grpc.so_reuseport", 0),
+            ("grpc.so_reuseport", int(reuse_port)),
             # Metadata is parsed before any handler runs: keep it to what a client needs.
             ("grpc.max_metadata_size", MAX_METADATA_BYTES),
             ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from services.common.auth import OPEN_HTTP_PATHS, authorized
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
+from services.common.fleet import WORKERS_HEADER, FleetScope, merge_metrics
 from services.common.logs import bounded_request_id, request_id_var
 from services.common.offload import LARGE, maybe_off_loop, off_loop
 from services.common.openrlhf import BodyError, OpenRLHFBatch
@@ -318,8 +319,12 @@ def build_http_app(
     title: str | None = None,
     routers: Sequence[APIRouter] = (),
     token: str | None = None,
+    fleet: FleetScope | None = None,
 ) -> FastAPI:
-    """A FastAPI app serving `engine` (plus a service's own routers); the caller owns start/stop."""
+    """A FastAPI app serving `engine` (plus a service's own routers); the caller owns start/stop.
+
+    With a `fleet` (sibling workers on the same port), /metrics is every worker's, merged.
+    """
     server = engine.server
     app = _KitApp(title=title or f"arbiter {engine.info.name}", version=engine.info.version)
     app.lean = KitMiddleware(_lean_get_reward(engine), engine, server.max_body_bytes, token)
@@ -398,7 +403,11 @@ def build_http_app(
 
     @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> Response:
-        return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        if fleet is None:
+            return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        gathered = await fleet.gather("metrics")
+        merged = await off_loop(merge_metrics, gathered.parts)
+        return Response(merged, media_type=CONTENT_TYPE_LATEST, headers={WORKERS_HEADER: gathered.coverage})
 
     for router in routers:
         app.include_router(router)

@@ -18,10 +18,12 @@ import grpc
 import uvicorn
 from fastapi import APIRouter
 from grpc_health.v1 import health
+from prometheus_client import generate_latest
 
 from services.common.auth import load_token
 from services.common.cache import make_cache
 from services.common.engine import Observer, ScoringEngine
+from services.common.fleet import FleetScope
 from services.common.grader import Grader
 from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
 from services.common.http_app import build_http_app
@@ -41,10 +43,14 @@ class _UvicornServer(uvicorn.Server):
         yield
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A TCP socket bound to host:port; `reuse_port` lets sibling worker processes bind the same
+    port (SO_REUSEPORT: the kernel spreads new connections across them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
     return sock
@@ -57,10 +63,13 @@ class AsgiServer:
     OpenAI or vLLM endpoint), so they all bind, start and drain the same way.
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, **config: Any) -> None:
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False, **config: Any
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.reuse_port = reuse_port
         options: dict[str, Any] = {
             "lifespan": "off",
             "access_log": False,
@@ -78,7 +87,7 @@ class AsgiServer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        sock = _bind(self.host, self.port)
+        sock = bind(self.host, self.port, self.reuse_port)
         self.port = sock.getsockname()[1]
         self._server = _UvicornServer(uvicorn.Config(self.app, **self._config))
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"http-{self.port}")
@@ -113,10 +122,12 @@ class GraderServer:
         emergence: EmergenceSettings | None = None,
         observers: Sequence[Observer] = (),
         routers: Sequence[APIRouter] = (),
+        fleet: FleetScope | None = None,
     ) -> None:
         self.name = name
         self.settings = server
         self.routers = list(routers)
+        self.fleet = fleet  # sibling workers on the same ports (services/common/fleet.py), if any
         self.engine = ScoringEngine(
             grader,
             server,
@@ -153,10 +164,17 @@ class GraderServer:
             body_timeout_s=self.settings.body_timeout_s,
             max_connections=self.settings.max_connections,
         )
+        app = build_http_app(
+            self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token, fleet=self.fleet
+        )
+        if self.fleet is not None:
+            registry = self.engine.metrics.registry
+            self.fleet.provide("metrics", lambda: generate_latest(registry))
         self._http = AsgiServer(
-            build_http_app(self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token),
+            app,
             self.settings.host,
             self.settings.http_port,
+            reuse_port=self.fleet is not None,
             http=guarded_protocol(limits),
             timeout_keep_alive=self.settings.keep_alive_s,
             **uvicorn_ssl_options(self.settings.tls),
@@ -164,7 +182,7 @@ class GraderServer:
         await self._http.start()
         self.http_port = self._http.port
         if self.settings.grpc_port >= 0:
-            self._grpc, self._health = build_grpc_server(self.engine, token)
+            self._grpc, self._health = build_grpc_server(self.engine, token, self.fleet is not None)
             address = f"{self.settings.host}:{self.settings.grpc_port}"
             if self.settings.tls.enabled:
                 self.grpc_port = self._grpc.add_secure_port(

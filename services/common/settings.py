@@ -140,6 +140,13 @@ class KitSettings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings)
     emergence: EmergenceSettings = Field(default_factory=EmergenceSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    workers: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="processes serving the same ports (SO_REUSEPORT), each with its own engine; "
+        "0: one per CPU. /metrics and /v1/stats merge all of them",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -6,6 +6,9 @@ reasoning RL, each judged by comparing the older and newer halves of the window:
 - length hacking: truncation (no EOS: length at the cap) common and rising;
 - reward saturation: mean reward above the threshold in both halves;
 - collapse: repetition up while the variety of reflection keywords goes down.
+
+Served by several worker processes (`workers: N`), each keeps the window of what it saw; the
+view joins theirs by arrival time into one window of the last N rewards of the whole service.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from __future__ import annotations
 import collections
 import math
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
+import orjson
+from fastapi import APIRouter, Response
 
 from services.common.contract import Result, Sample, Status
+from services.common.fleet import WORKERS_HEADER, FleetScope
 from services.gateway.routing import datasource_of
 
 MIN_SAMPLES = 64  # below this a window says nothing worth a warning
@@ -27,14 +33,15 @@ MIN_SAMPLES = 64  # below this a window says nothing worth a warning
 
 @dataclass(frozen=True, slots=True)
 class _Record:
+    at: float  # wall-clock arrival (time.time): sibling workers' windows join in this order
     reward: float
     score: float
     datasource: str
     words: float
     truncated: bool
     reflective: bool
-    keywords: frozenset[str]
     repetition: float
+    keywords: frozenset[str]
     status: Status
 
 
@@ -51,10 +58,12 @@ class RollingStats:
         self.total = 0
 
     def observe(self, samples: Sequence[Sample], results: Sequence[Result]) -> None:
+        now = time.time()
         for sample, result in zip(samples, results, strict=True):
             logs = result.logs
             self._records.append(
                 _Record(
+                    at=now,
                     reward=result.reward,
                     score=result.score,
                     datasource=datasource_of(sample) or "(none)",
@@ -72,8 +81,26 @@ class RollingStats:
             )
             self.total += 1
 
-    def summary(self) -> dict[str, Any]:
-        records = list(self._records)
+    def export(self) -> bytes:
+        """This window, raw, for a sibling worker's merged view (see `merged`)."""
+        return orjson.dumps({"total": self.total, "records": list(self._records)}, default=sorted)
+
+    def merged(self, parts: Sequence[bytes]) -> dict[str, Any]:
+        """The summary of sibling workers' exported windows joined: the last `window` rewards of
+        all of them by arrival time, and every sample any of them has seen."""
+        records: list[_Record] = []
+        total = 0
+        for part in parts:
+            data = orjson.loads(part)
+            total += int(data["total"])
+            for row in data["records"]:
+                row.update(keywords=frozenset(row["keywords"]), status=Status(row["status"]))
+                records.append(_Record(**row))
+        records.sort(key=lambda r: r.at)
+        return self.summary(records[-self.window :], total)
+
+    def summary(self, records: list[_Record] | None = None, total: int | None = None) -> dict[str, Any]:
+        records = list(self._records) if records is None else records
         n = len(records)
         rewards = [r.reward for r in records]
         per_source: dict[str, list[float]] = collections.defaultdict(list)
@@ -83,7 +110,7 @@ class RollingStats:
         return {
             "window": n,
             "window_size": self.window,
-            "samples_seen": self.total,
+            "samples_seen": self.total if total is None else total,
             "reward_mean": _mean(rewards),
             "reward_std": statistics.pstdev(rewards) if n > 1 else 0.0,
             "accuracy": _mean([r.score for r in records]),
@@ -140,15 +167,25 @@ class RollingStats:
             )
         return found
 
-    def router(self) -> APIRouter:
+    def router(self, fleet: FleetScope | None = None) -> APIRouter:
+        """GET /v1/stats; with a `fleet` (sibling workers on the same port), over all of them."""
         router = APIRouter()
+        if fleet is not None:
+            fleet.provide("stats", self.export)
 
         @router.get("/v1/stats")
-        async def stats() -> dict[str, Any]:
-            summary = self.summary()
-            return {
+        async def stats() -> Response:
+            headers: dict[str, str] = {}
+            if fleet is None:
+                summary = self.summary()
+            else:
+                gathered = await fleet.gather("stats")
+                summary = self.merged(gathered.parts)
+                headers[WORKERS_HEADER] = gathered.coverage
+            finite = {
                 k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in summary.items()
             }
+            return Response(orjson.dumps(finite), media_type="application/json", headers=headers)
 
         return router
 
