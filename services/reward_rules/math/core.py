@@ -29,6 +29,7 @@ from services.reward_rules.math.normalize import canonical_key, clean_answer, te
 from services.reward_rules.math.numeric import free_symbols
 from services.reward_rules.math.parse import ParseError, parse_answer
 from services.reward_rules.math.sentences import PROSE_WORD, closing_words, leading_yes_no, states_phrase
+from services.reward_rules.math.verdict import GradeOptions, MathVerdict
 
 __all__ = ["GradeOptions", "MathVerdict", "grade"]
 
@@ -36,33 +37,6 @@ _DETAIL_CHARS = 80
 _SOLE_NUMBER = re.compile(r"(?<![\w.^_/{\\])-?\d+(?:\.\d+)?(?![\w.^_/}])")
 _YES_NO_WORDS = {"yes", "no"}
 _LEADING_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?![\w.^/])")
-
-
-@dataclass(frozen=True, slots=True)
-class GradeOptions:
-    """Comparison settings that change verdicts (part of the grader's config hash)."""
-
-    rel_tol: float = 1e-6
-    use_sympy: bool = True
-    percent: str = "number"  # `42%` is 42 ("number") or 0.42 ("value"); see equivalence
-    decimal_comma: str = "auto"  # is `1,5` the decimal 1.5? "auto" | "never" | "always"
-
-
-@dataclass(frozen=True, slots=True)
-class MathVerdict:
-    """A verdict: correct | incorrect | no_answer | too_costly | bad_reference | timeout | error.
-
-    `too_costly`: the answer itself exhausted its budget, memory or recursion (a wrong
-    answer); `timeout`: the service ran out of time (the fallback reward).
-    """
-
-    verdict: str
-    detail: str
-    extracted: bool = False
-    boxed: bool = False
-    parsed: bool = False
-    symbolic: bool = False
-    prediction: str = ""  # the cleaned answer read from the response
 
 
 @dataclass(frozen=True, slots=True)

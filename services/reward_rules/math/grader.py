@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, config_hash
-from services.reward_rules.math.core import GradeOptions, MathVerdict
 from services.reward_rules.math.pool import PoolJob, WorkerPool
+from services.reward_rules.math.verdict import GradeOptions, MathVerdict
 
 __all__ = ["LOG_KEYS", "MathConfig", "MathGrader"]
 

@@ -27,10 +27,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
-from services.reward_rules.math.core import GradeOptions, MathVerdict
 from services.reward_rules.math.protocol import FORK_REQUEST as REQUEST
+from services.reward_rules.math.verdict import GradeOptions, MathVerdict
 
-__all__ = ["PoolJob", "WorkerPool"]
+__all__ = ["PoolJob", "WorkerPool", "prestart"]
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +108,39 @@ class _Zygote:
         control, process = self.control, self.process
         self.control = self.process = None
         if control is not None:
-            control.close()  # the zygote exits when its control socket closes
+            control.close()  # the zygote exits when its control socket closes...
         if process is not None:
-            try:
-                process.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=2.0)
+            # ...unless a process forked from this one since holds a copy of the socket (an eval
+            # run's statistics worker forks after prestart()): it holds nothing to flush, so kill it.
+            process.kill()
+            process.wait(timeout=2.0)
+
+
+_early: _Zygote | None = None  # started by prestart(), taken by the first WorkerPool
+_early_lock = threading.Lock()
+
+
+def prestart() -> None:
+    """Start the fork server now; the first WorkerPool built later takes it over, already warm.
+
+    Its start-up (a fresh Python importing sympy: about half a second) then overlaps whatever
+    the caller does meanwhile (`arbiter score` imports and builds its engine). Never taken
+    over, it exits with this process: its control socket closes.
+    """
+    global _early
+    with _early_lock:
+        if _early is None:
+            zygote = _Zygote()
+            with zygote.lock:
+                zygote._start()
+            _early = zygote
+
+
+def _take_zygote() -> _Zygote:
+    global _early
+    with _early_lock:
+        zygote, _early = _early, None
+    return zygote if zygote is not None else _Zygote()
 
 
 def _kill(pid: int) -> None:
@@ -250,7 +276,7 @@ class WorkerPool:
     """N worker processes fed from one queue; `submit` never blocks."""
 
     def __init__(self, workers: int, memory_mb: int) -> None:
-        self.zygote = _Zygote()
+        self.zygote = _take_zygote()
         self.memory_mb = memory_mb
         self.jobs: queue.SimpleQueue[PoolJob | None] = queue.SimpleQueue()
         self.closed = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from services.reward_rules.math.core import GradeOptions
+from services.reward_rules.math.verdict import GradeOptions
 
 __all__ = ["FORK_REQUEST", "Job"]
 

@@ -1,0 +1,47 @@
+"""`arbiter score`'s start-up: the CLI loads no service until a command runs, and the math
+grader's fork server starts before the services load, then serves the run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from services import catalog, cli
+from tests.evaluate.conftest import math_rows, write_jsonl
+
+
+def test_the_cli_names_every_service_of_the_catalog() -> None:
+    assert tuple(catalog.SERVICES) == cli.SERVICE_NAMES
+
+
+def test_loading_the_cli_loads_no_service() -> None:
+    code = (
+        "import json, sys, services.cli\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('services'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == ["services", "services.cli"]
+
+
+def test_math_scoring_with_a_prestarted_fork_server_matches_the_grader(tmp_path: Path) -> None:
+    """The fork server started before the services load is the one the grader's pool uses."""
+    source = write_jsonl(tmp_path / "eval.jsonl", math_rows(40))
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "score", str(source), "-o", str(out), "--grader", "math"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == list(range(40))
+    assert {r["status"] for r in records} == {"OK"}
+    # math_rows: kind 1 boxes a wrong answer; the others state the right one (boxed, as an equal
+    # fraction, or as the last number)
+    expected = [0.0 if (i // 4 + i % 4) % 4 == 1 else 1.0 for i in range(40)]
+    assert [r["reward"] for r in records] == expected
