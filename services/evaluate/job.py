@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from services.evaluate.metrics import Aggregate
 from services.evaluate.outputs import summarize, write_outputs
 from services.evaluate.runner import RunOutcome, RunPlan, check_score_files, run, run_scorer
 from services.evaluate.scorers import EngineScorer, RemoteScorer
@@ -34,11 +35,15 @@ async def _done() -> None:
 
 
 async def _score(
-    plan: RunPlan, source: ScoreSource, settings: ArbiterSettings, console: Console | None
+    plan: RunPlan,
+    source: ScoreSource,
+    settings: ArbiterSettings,
+    console: Console | None,
+    tally: Aggregate | None = None,
 ) -> tuple[RunOutcome, Awaitable[None]]:
     """The run's outcome, and the scorer's shutdown still in progress (await it)."""
     if source.url:
-        return await run_scorer(plan, RemoteScorer(source.url), console, source=source.url)
+        return await run_scorer(plan, RemoteScorer(source.url), console, source=source.url, tally=tally)
     if source.ray or source.ray_address:
         from services.evaluate.ray_runner import RayScorer
 
@@ -53,13 +58,13 @@ async def _score(
         try:
             info = await ray_scorer.start()
             ray_plan = RunPlan(**{**plan.__dict__, "window": ray_scorer.window})
-            return await run(ray_plan, info, ray_scorer.chunk_scorer(), "ray", console), _done()
+            return await run(ray_plan, info, ray_scorer.chunk_scorer(), "ray", console, tally), _done()
         finally:
             ray_scorer.stop()
     from services import catalog
 
     engine = catalog.named_engine(source.grader, settings)
-    return await run_scorer(plan, EngineScorer(engine, settings.emergence), console)
+    return await run_scorer(plan, EngineScorer(engine, settings.emergence), console, tally=tally)
 
 
 async def score_job(
@@ -73,7 +78,8 @@ async def score_job(
     report_path: Path | None = None,
 ) -> dict[str, Any]:
     check_score_files(plan, summary_path, report_path)  # before any work: refuse what may not be written
-    outcome, stopping = await _score(plan, source, settings, console)
+    # The summary's numbers gather while rows are written: no second pass over the output.
+    outcome, stopping = await _score(plan, source, settings, console, Aggregate(plan.columns, threshold))
     try:  # in a thread: the grader's shutdown (pools, sandboxes) overlaps the summary
         summary, agg = await asyncio.to_thread(summarize, plan, outcome, ks, threshold)
         await asyncio.to_thread(write_outputs, summary, agg, summary_path, report_path)

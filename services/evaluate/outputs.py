@@ -24,7 +24,9 @@ def default_report_path(output: Path) -> Path:
 def summarize(
     plan: RunPlan, outcome: RunOutcome, ks: Sequence[int] | None, threshold: float
 ) -> tuple[dict[str, Any], Aggregate]:
-    agg = aggregate(plan.output_path, plan.columns, threshold)
+    tally = outcome.tally
+    usable = tally is not None and tally.threshold == threshold and tally.columns == plan.columns
+    agg = tally if tally is not None and usable else aggregate(plan.output_path, plan.columns, threshold)
     summary = {
         "grader": outcome.grader.model_dump(mode="json"),
         "input": outcome.manifest["input"],

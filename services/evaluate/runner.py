@@ -8,6 +8,7 @@ kill the process at any point and the same command continues with no row lost or
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,6 +38,7 @@ from services.evaluate.manifest import (
     read_manifest,
     write_manifest,
 )
+from services.evaluate.metrics import Aggregate, read_records
 from services.evaluate.outfiles import (
     Target,
     check_targets,
@@ -47,7 +49,7 @@ from services.evaluate.outfiles import (
 )
 from services.evaluate.readers import Format, InputRow, count_rows, read_rows
 from services.evaluate.scorers import Scorer
-from services.evaluate.writer import AppendWriter, completed_rows
+from services.evaluate.writer import AppendWriter, completed_rows, encode_plain
 
 ChunkScorer = Callable[[list[InputRow]], Awaitable[list[dict[str, Any]]]]
 
@@ -74,6 +76,9 @@ class RunOutcome:
     resumed_from: int  # rows already in the output when this run started
     grader: GraderInfo
     manifest: dict[str, Any]
+    # Every row of the output, added as it was written (resumed rows read back first), or None:
+    # the summary reads the output back instead.
+    tally: Aggregate | None = None
 
 
 async def score_rows(scorer: Scorer, rows: list[InputRow], columns: ColumnMap) -> list[dict[str, Any]]:
@@ -172,11 +177,18 @@ async def run(
     score_chunk: ChunkScorer,
     source: str = "in-process",
     console: Console | None = None,
+    tally: Aggregate | None = None,
 ) -> RunOutcome:
+    """Score the rows the output lacks. `tally` (optional) gets every row of the output, in order:
+    the rows already there first, then each record as it is written, the values a reader of the
+    output gets (a record whose line spells a value as a string is read back from that line)."""
     total = count_rows(plan.input_path, plan.input_format)
     start, manifest = prepare(plan, grader, source)
     fresh = start < 0
     start = max(start, 0)
+    if tally is not None and start:
+        for record in read_records(plan.output_path):
+            tally.add(record)
     if console is not None and start:
         console.print(escape(f"resuming {plan.output_path}: {start} of {total} rows already scored"))
     progress = progress_bar(console)
@@ -188,7 +200,11 @@ async def run(
 
         def write(records: list[dict[str, Any]]) -> None:
             nonlocal done
-            writer.write(records)
+            lines = [encode_plain(record) for record in records]
+            writer.write_lines([line for line, _ in lines])
+            if tally is not None:
+                for record, (line, plain) in zip(records, lines, strict=True):
+                    tally.add(record if plain else json.loads(line))
             done += len(records)
             elapsed = time.monotonic() - began
             progress.update(task, advance=len(records), rate=done / elapsed if elapsed > 0 else 0.0)
@@ -206,18 +222,22 @@ async def run(
                 pending.cancel()
             if in_flight:
                 await asyncio.gather(*in_flight, return_exceptions=True)
-    return RunOutcome(total=total, resumed_from=start, grader=grader, manifest=manifest)
+    return RunOutcome(total=total, resumed_from=start, grader=grader, manifest=manifest, tally=tally)
 
 
 async def run_scorer(
-    plan: RunPlan, scorer: Scorer, console: Console | None = None, source: str = "in-process"
+    plan: RunPlan,
+    scorer: Scorer,
+    console: Console | None = None,
+    source: str = "in-process",
+    tally: Aggregate | None = None,
 ) -> tuple[RunOutcome, asyncio.Future[None]]:
     """Start the scorer and run the plan through it; its stop (worker pools shutting down) runs
     in the background, so the summary is computed meanwhile: the caller awaits the future."""
     await scorer.start()
     try:
         outcome = await run(
-            plan, scorer.info, lambda rows: score_rows(scorer, rows, plan.columns), source, console
+            plan, scorer.info, lambda rows: score_rows(scorer, rows, plan.columns), source, console, tally
         )
     except BaseException:
         await scorer.stop()

@@ -24,6 +24,23 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def dumps_plain(value: Any) -> tuple[str, bool]:
+    """`dumps(value)`, and whether it is plain: reading it back gives `value`'s own strings and
+    numbers (False when a non-finite float or a value JSON lacks had to be spelled as a string)."""
+    spelled = False
+
+    def as_text(item: Any) -> str:
+        nonlocal spelled
+        spelled = True
+        return str(item)
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=as_text)
+    except ValueError:
+        return dumps(value), False
+    return text, not spelled
+
+
 def dumps(value: Any, indent: int | None = None) -> str:
     """`json.dumps` that never writes NaN or Infinity (non-JSON values fall back to `str`)."""
     try:

@@ -7,11 +7,11 @@ input rows done; a restart truncates any partial last line and appends from ther
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.evaluate.strict_json import dumps
+from services.evaluate.strict_json import dumps, dumps_plain
 
 
 def completed_rows(path: Path) -> int:
@@ -37,6 +37,12 @@ def encode(record: dict[str, Any]) -> bytes:
     return (dumps(record) + "\n").encode("utf-8", "surrogateescape")
 
 
+def encode_plain(record: dict[str, Any]) -> tuple[bytes, bool]:
+    """`encode(record)`, and whether reading the line back gives the record's values (dumps_plain)."""
+    text, plain = dumps_plain(record)
+    return (text + "\n").encode("utf-8", "surrogateescape"), plain
+
+
 class AppendWriter:
     """Writes whole batches of lines with one write call, flushed to the OS at once."""
 
@@ -47,8 +53,11 @@ class AppendWriter:
         self._fd = os.open(path, flags, 0o644)
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
-        data = b"".join(encode(r) for r in records)
-        view = memoryview(data)
+        self.write_lines([encode(r) for r in records])
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        """Encoded lines (`encode`), with one write call."""
+        view = memoryview(b"".join(lines))
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
