@@ -7,14 +7,25 @@ bench starts, each in its own process and in the same run:
 - reward_rules: `python -m services.reward_rules`, samples labelled for the format grader;
 - gateway:      `python -m services.gateway`, graders in process, the same samples;
 - judge_proxy:  `python -m services.judge_proxy` against a fake chat-completions upstream
-                (tests/judge_proxy/fake_openai.py, its own process) answering at once.
+                (tests/judge_proxy/fake_openai.py, its own process) answering at once; every
+                sample makes a real judge call (its default rubric), and a sample that came back
+                a fallback or INVALID_INPUT counts as "not graded".
 (reward_rm needs a checkpoint; its edge is the same kit code as the others'.)
 
 Every sample is distinct, so caches never answer. For each server it prints samples/s, the
-server process's CPU-ms per sample (from /proc, so the client's own cost does not count), and
-two ratios against the bare handler: throughput (target >= 0.5x) and CPU per sample.
+server's CPU-ms per sample (its whole process tree, from /proc, so the client's own cost does not
+count), and two ratios against the bare handler: throughput (target >= 0.5x) and CPU per sample.
+`--workers 1,2` (the default) runs the table with every server (the bare one too) as 1, then as
+2 processes on one port (`workers: N`, SO_REUSEPORT).
+
+Then the judge against its ideal: the fake upstream answers after `--judge-latency-ms` (50), the
+service's cap on upstream calls is 64, so no judge can beat 64 / 0.05 s = 1,280 samples/s; it
+prints the judge's share of that (target >= 0.8x on an idle 2-core machine), for each worker
+count. The bench's client and fake upstream share the machine's cores with the judge (their CPU
+per sample is what the judge's would have to fit beside). `--judge-latency-ms 0` skips it.
 
     python bench/bench_http.py [--requests 3000] [--clients 64] [--only gateway,reward_rules]
+                               [--workers 1,2] [--judge-latency-ms 50] [--judge-clients 192]
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from testkit.openrlhf_client import post_all  # noqa: E402
+from testkit.openrlhf_client import Reply, post_all  # noqa: E402
 from testkit.procs import ServiceProcess, free_port  # noqa: E402
 
 CONSTANT = json.dumps({"rewards": [0.0], "scores": [0.0], "extra_logs": {}}).encode()
@@ -58,23 +69,39 @@ async def bare_app(
     await send({"type": "http.response.body", "body": CONSTANT})
 
 
-def serve_bare(port: int) -> None:
+def serve_bare(port: int, workers: int) -> None:
+    """The bare handler on uvicorn, in `workers` processes on one port (SO_REUSEPORT), as the
+    services run with `workers: N`."""
+    import socket
+
     import uvicorn
 
-    uvicorn.run(
-        bare_app, host="127.0.0.1", port=port, http="httptools", access_log=False, log_level="warning"
-    )
+    for _ in range(workers - 1):
+        if os.fork() == 0:
+            break
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", port))
+    config = uvicorn.Config(bare_app, http="httptools", access_log=False, log_level="warning", backlog=4096)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its reaped children, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU of a process, its live descendants and their reaped children, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return (utime + stime + cutime + cstime) / TICKS
+    return (utime + stime + cutime + cstime) / TICKS + sum(cpu_seconds(int(c)) for c in children)
 
 
-def bodies(count: int, offset: int) -> list[dict[str, Any]]:
-    label = json.dumps({"grader": "format"})
+LABELS = {"judge_proxy": json.dumps({"grader": "judge"})}  # the judge's default rubric
+FORMAT = json.dumps({"grader": "format"})  # reward_rules, gateway (its default route), bare
+
+
+def bodies(count: int, offset: int, label: str = FORMAT) -> list[dict[str, Any]]:
     out = []
     for i in range(offset, offset + count):
         prompt = f"<|im_start|>user\nQuestion {i}: what is {i} + {i}?<|im_end|>\n<|im_start|>assistant\n"
@@ -86,9 +113,9 @@ def bodies(count: int, offset: int) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def fake_upstream() -> Iterator[int]:
+def fake_upstream(latency_s: float) -> Iterator[int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.judge_proxy.fake_openai", "--latency", "0"],
+        [sys.executable, "-m", "tests.judge_proxy.fake_openai", "--latency", str(latency_s)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -105,11 +132,24 @@ def fake_upstream() -> Iterator[int]:
         proc.wait(10)
 
 
-def start(name: str, stack: ExitStack, workdir: Path) -> ServiceProcess:
+UPSTREAM_CAP = 64  # the judge's max_concurrency (all workers together): its ideal is UPSTREAM_CAP / latency
+
+
+def start(
+    name: str, stack: ExitStack, workdir: Path, workers: int, judge_latency_s: float = 0.0
+) -> ServiceProcess:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ARBITER_LOG__LEVEL": "WARNING"}
+    env["ARBITER_WORKERS"] = str(workers)
     if name == "bare":
-        argv = [sys.executable, str(Path(__file__).resolve()), "--serve-bare", str(port)]
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--serve-bare",
+            str(port),
+            "--workers",
+            str(workers),
+        ]
         return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/", env=env))
     section = name.upper()
     env.update({f"ARBITER_{section}__HTTP_PORT": str(port), f"ARBITER_{section}__GRPC_PORT": "-1"})
@@ -118,39 +158,51 @@ def start(name: str, stack: ExitStack, workdir: Path) -> ServiceProcess:
         config.write_text("reward_rules: {math: {workers: 1}}\n")
         env["ARBITER_CONFIG"] = str(config)
     if name == "judge_proxy":
-        upstream = stack.enter_context(fake_upstream())
+        upstream = stack.enter_context(fake_upstream(judge_latency_s))
         config = workdir / "judge.yaml"
         config.write_text(
-            "judge_proxy:\n  upstreams:\n"
-            f"    - {{base_url: 'http://127.0.0.1:{upstream}/v1', model: fake, max_concurrency: 64}}\n"
+            "judge_proxy:\n  upstreams:\n    - {base_url: 'http://127.0.0.1:"
+            f"{upstream}/v1', model: fake, max_concurrency: {UPSTREAM_CAP}}}\n"
         )
         env["ARBITER_CONFIG"] = str(config)
     argv = [sys.executable, "-m", f"services.{name}"]
     return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/readyz", env=env))
 
 
-async def measure(url: str, pid: int, count: int, clients: int, offset: int) -> tuple[float, float, int]:
-    """(samples/s, server CPU-ms per sample, answers that were not 200 with one reward)."""
-    await post_all(url, bodies(min(200, count), offset + 10_000_000), clients)  # warm-up
+def graded(reply: Reply) -> bool:
+    """A 200 with one reward that its grader gave (no status/... flag: not a fallback, not invalid)."""
+    logs = (reply.data or {}).get("extra_logs") or {}
+    flags = [v for k, v in logs.items() if k.startswith("status/") and k != "status/ok"]
+    return reply.ok and logs.get("status/ok") == [1.0] and not any(v != [0.0] for v in flags)
+
+
+async def measure(
+    url: str, pid: int, count: int, clients: int, offset: int, label: str = FORMAT
+) -> tuple[float, float, int]:
+    """(samples/s, server CPU-ms per sample, answers not graded: failures, fallbacks, invalid)."""
+    await post_all(url, bodies(min(200, count), offset + 10_000_000, label), clients)  # warm-up
     cpu = cpu_seconds(pid)
-    replies, elapsed = await post_all(url, bodies(count, offset), clients)
+    replies, elapsed = await post_all(url, bodies(count, offset, label), clients)
     used = cpu_seconds(pid) - cpu
-    return count / elapsed, used * 1000 / count, sum(not r.ok for r in replies)
+    return count / elapsed, used * 1000 / count, sum(not graded(r) for r in replies)
 
 
-async def run(names: list[str], count: int, clients: int) -> None:
+async def run(names: list[str], count: int, clients: int, workers: int) -> None:
     print(
-        f"{count} one-sample /get_reward POSTs per server, {clients} concurrent clients, new connection each"
+        f"{count} one-sample /get_reward POSTs per server, {clients} concurrent clients, new connection "
+        f"each; {workers} worker process(es) per server"
     )
-    print(f"{'server':<14}{'samples/s':>11}{'CPU-ms/sample':>15}{'throughput':>12}{'CPU ratio':>11}  bad")
+    print(
+        f"{'server':<14}{'samples/s':>11}{'CPU-ms/sample':>15}{'throughput':>12}{'CPU ratio':>11}  not graded"
+    )
     base: tuple[float, float] | None = None
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         for index, name in enumerate(["bare", *names]):
-            service = start(name, stack, Path(tmp))
+            service = start(name, stack, Path(tmp), workers)
             path = "/" if name == "bare" else "/get_reward"
-            rate, cpu_ms, bad = await measure(
-                f"{service.ready_url.rsplit('/', 1)[0]}{path}", service.pid, count, clients, index * count
-            )
+            url = f"{service.ready_url.rsplit('/', 1)[0]}{path}"
+            label = LABELS.get(name, FORMAT)
+            rate, cpu_ms, bad = await measure(url, service.pid, count, clients, index * count, label)
             if base is None:
                 base = (rate, cpu_ms)
             print(
@@ -160,6 +212,21 @@ async def run(names: list[str], count: int, clients: int) -> None:
             service.stop()
 
 
+async def run_judge_ideal(count: int, clients: int, workers: int, latency_s: float) -> None:
+    ideal = UPSTREAM_CAP / latency_s
+    print(
+        f"judge_proxy vs its ideal: upstream answers after {latency_s * 1000:.0f} ms, cap {UPSTREAM_CAP} "
+        f"in flight -> ideal {ideal:.0f} samples/s; {count} POSTs, {clients} clients, {workers} worker(s)"
+    )
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        service = start("judge_proxy", stack, Path(tmp), workers, latency_s)
+        url = f"{service.ready_url.rsplit('/', 1)[0]}/get_reward"
+        rate, cpu_ms, bad = await measure(url, service.pid, count, clients, 50 * count, LABELS["judge_proxy"])
+        print(f"judge_proxy {rate:>8.0f} samples/s {cpu_ms:6.2f} CPU-ms/sample {rate / ideal:6.2f}x ideal")
+        print(f"not graded: {bad}")
+        service.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -167,12 +234,25 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--only", default="reward_rules,gateway,judge_proxy")
+    parser.add_argument(
+        "--workers", default="1,2", help="processes per server, on one port; a list runs each"
+    )
+    parser.add_argument("--judge-latency-ms", type=float, default=50.0, help="0 skips the judge-vs-ideal run")
+    parser.add_argument("--judge-clients", type=int, default=192, help="more than the cap keeps it full")
     parser.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_bare:
-        serve_bare(args.serve_bare)
+        serve_bare(args.serve_bare, int(args.workers))
         return
-    asyncio.run(run([n for n in args.only.split(",") if n], args.requests, args.clients))
+    names = [n for n in args.only.split(",") if n]
+    counts = [int(w) for w in args.workers.split(",")]
+    for workers in counts:
+        if names:
+            asyncio.run(run(names, args.requests, args.clients, workers))
+            print()
+    for workers in counts if args.judge_latency_ms > 0 else []:
+        latency = args.judge_latency_ms / 1000
+        asyncio.run(run_judge_ideal(args.requests, args.judge_clients, workers, latency))
 
 
 if __name__ == "__main__":

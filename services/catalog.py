@@ -213,6 +213,15 @@ def make_server(
     )
 
 
+def per_worker(settings: ArbiterSettings, workers: int) -> ArbiterSettings:
+    """The settings each of `workers` processes serves with (`workers: N`): limits one process
+    enforces alone are shared out, so the service as a whole keeps them (the judge's upstream
+    caps). Per-process resources (math pool, sandbox slots, a model in memory) are per worker."""
+    share = settings.model_copy()
+    share.judge_proxy = settings.judge_proxy.per_worker(workers)  # in-process under the gateway too
+    return share
+
+
 def start_order(names: list[str]) -> list[str]:
     """Services that compose others come last, so they can reuse the others' engines."""
     return sorted(names, key=lambda n: service(n).uses_peers)

@@ -200,7 +200,7 @@ async def _supervise(
     rundir = Path(tempfile.mkdtemp(prefix="arbiter-workers-"))
     try:
         settings_file = rundir / "settings.json"
-        settings_file.write_text(settings.model_dump_json())
+        settings_file.write_text(catalog.per_worker(settings, count).model_dump_json())
         settings_file.chmod(0o600)  # may name files and hosts; tokens stay in the environment
         workers = [
             _Worker(

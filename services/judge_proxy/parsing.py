@@ -58,6 +58,7 @@ _LABEL_KEYS = ("label", "verdict", "answer", "choice")
 # The line a verdict code marks: at most this many characters after the code are read.
 _MARKED_LINE = 200
 VERDICT_MARK = "VERDICT-"
+_MARKS = re.compile(re.escape(VERDICT_MARK), re.IGNORECASE)  # one pattern for every request's code
 
 _REFUSAL = re.compile(
     r"\b(?:I(?:'m| am) (?:sorry|unable|not able)|I (?:can(?:no|')t|won't|will not|must decline)"
@@ -91,6 +92,10 @@ class Quotes:
         return bool(said) and any(said in quoted for quoted in self._texts)
 
 
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"  # what `\w` matches
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
@@ -101,13 +106,14 @@ def marked(text: str, nonce: str) -> tuple[str, int]:
     ParseError when the judge wrote no such mark: then nothing in the reply is known to be its
     own verdict (a response cannot write the mark: the code did not exist when it was written).
     """
-    mark = re.compile(re.escape(VERDICT_MARK + nonce) + r"(?!\w)", re.IGNORECASE)
-    last = None
-    for last in mark.finditer(text):  # noqa: B007 - the last one is wanted
-        pass
-    if last is None:
+    code = nonce.casefold()
+    start = -1
+    for mark in _MARKS.finditer(text):
+        after = mark.end() + len(nonce)
+        if text[mark.end() : after].casefold() == code and not (after < len(text) and _is_word(text[after])):
+            start = after  # the last one is wanted
+    if start < 0:
         raise ParseError(f"no line marked {VERDICT_MARK}{nonce} in the judge's reply: {_excerpt(text)}")
-    start = last.end()
     while start < len(text) and (text[start].isspace() or text[start] in ":=*-"):
         start += 1
     end = text.find("\n", start, start + _MARKED_LINE)

@@ -173,3 +173,16 @@ class JudgeServiceSettings(ServerSettings):
         """The grader's own per-sample budget: always inside the kit's deadline."""
         ceiling = max(self.deadline_s - 1.0, self.deadline_s * 0.8)
         return min(self.sample_budget_s, ceiling) if self.sample_budget_s else ceiling
+
+
+    def per_worker(self, workers: int) -> JudgeServiceSettings:
+        """These settings for one of `workers` processes serving them (`workers: N`): each takes
+        its share of every limit it enforces alone (upstream concurrency; rpm/tpm unless Redis
+        shares the buckets), so the service as a whole keeps the limits configured."""
+        share = self.model_copy(deep=True)
+        for upstream in share.upstreams:
+            upstream.max_concurrency = -(-upstream.max_concurrency // workers)
+            if share.ratelimit.backend == "memory":
+                upstream.rpm = -(-upstream.rpm // workers)
+                upstream.tpm = -(-upstream.tpm // workers)
+        return share
