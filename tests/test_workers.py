@@ -266,3 +266,39 @@ def test_merged_stats_are_the_joined_window() -> None:
         "statuses",
     ):
         assert merged[key] == expected[key], key
+
+
+def test_judge_workers_keep_the_services_upstream_cap(tmp_path: Path) -> None:
+    """Each of N workers takes 1/N of the upstream's max_concurrency: the judge service as a whole
+    never has more calls in flight than configured, however the kernel spreads its clients."""
+    from tests.judge_proxy.fake_openai import FakeOpenAI
+
+    async def scenario() -> tuple[int, int]:
+        async with FakeOpenAI(latency_s=0.05) as fake:
+            port = free_port()
+            config = tmp_path / "judge.yaml"
+            upstream = f"{{base_url: '{fake.url}', model: fake, max_concurrency: 4}}"
+            config.write_text(f"judge_proxy:\n  upstreams:\n    - {upstream}\n")
+            env = {
+                **os.environ,
+                "ARBITER_CONFIG": str(config),
+                "ARBITER_WORKERS": "2",
+                "ARBITER_JUDGE_PROXY__HTTP_PORT": str(port),
+                "ARBITER_JUDGE_PROXY__GRPC_PORT": "-1",
+                "ARBITER_LOG__LEVEL": "WARNING",
+            }
+            argv = [sys.executable, "-m", "services.judge_proxy"]
+            url = f"http://127.0.0.1:{port}"
+            with ServiceProcess(argv, f"{url}/readyz", env=env, start_timeout_s=120):
+                await asyncio.to_thread(_wait_covered, f"{url}/metrics")
+                label = json.dumps({"grader": "judge"})
+                bodies = [
+                    {"query": [f"Q{i}? A{i}."], "prompts": [f"Q{i}?"], "labels": [label]} for i in range(60)
+                ]
+                replies, _ = await post_all(f"{url}/get_reward", bodies, clients=24)
+            graded = sum(bool(r.data and r.data["extra_logs"]["status/ok"] == [1.0]) for r in replies)
+            return graded, fake.peak_inflight
+
+    graded, peak = asyncio.run(scenario())
+    assert graded == 60
+    assert 2 <= peak <= 4
