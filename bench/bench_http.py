@@ -207,7 +207,7 @@ async def run(names: list[str], count: int, clients: int, workers: int) -> None:
                 base = (rate, cpu_ms)
             print(
                 f"{name:<14}{rate:>11.0f}{cpu_ms:>15.2f}{rate / base[0]:>11.2f}x"
-                f"{base[1] / cpu_ms:>10.2f}x  {bad}"
+                f"{base[1] / cpu_ms:>10.2f}x  {'-' if name == 'bare' else bad}"
             )
             service.stop()
 
