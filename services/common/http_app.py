@@ -238,8 +238,13 @@ def _json(payload: Any, status: int = 200, info: GraderInfo | None = None) -> Re
 
 def _parse_openrlhf(body: bytes, eos_markers: Sequence[str]) -> OpenRLHFBatch:
     """The stdlib, not orjson: it reads what Python clients send (NaN, lone surrogates) and keeps
-    integers beyond 64 bits exact (orjson rounds them to floats: a wrong label)."""
-    return OpenRLHFBatch.parse(json.loads(body), eos_markers)
+    integers beyond 64 bits exact (orjson rounds them to floats: a wrong label). UTF-8 is decoded
+    first (what every client sends; bytes make json sniff the encoding on every request)."""
+    try:
+        text: str | bytes = body.decode("utf-8-sig")  # a BOM is ignored, as json.loads(bytes) does
+    except UnicodeDecodeError:
+        text = body  # json.loads reads UTF-16 and UTF-32 bodies too, and names what is wrong
+    return OpenRLHFBatch.parse(json.loads(text), eos_markers)
 
 
 async def openrlhf_answer(engine: ScoringEngine, body: bytes) -> tuple[int, dict[str, Any]]:
