@@ -11,7 +11,10 @@ forged reply can only report what the candidate could have returned anyway.
 Protocol: frames of a 4-byte big-endian length and a JSON object, on fd 0 (requests) and
 fd 1 (replies); the harness moves the candidate's own stdout to fd 2, which the trusted
 process drains. Requests: {"op": "load", "source", "module", "prelude"}, {"op": "call", "name",
-"args", "kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}.
+"args", "kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}, and
+{"op": "stdio_batch", "source" | "binary", "inputs", "max_output_bytes", "time_limit_s", "budget_s",
+"max_timeouts"}: a sample's stdio tests in one request, each run in a fresh child, answered by one
+frame per input as each finishes (`{"skipped": "budget" | "timeouts" | "dirty"}` for one not run).
 
 The same file serves the other side of a function test, in a second sandbox that never holds
 the candidate: the *judge*. {"op": "judge", "helpers", "setup", "test", "candidates",
@@ -46,6 +49,8 @@ MAX_DEPTH = 64
 STDIN_NAME = ".stdin"  # in the work dir: /tmp, a fresh tmpfs, in the sandbox
 SOURCE_NAME = "main.cpp"
 BINARY_NAME = ".prog"
+_NO_PROGRAM: dict[str, Any] = {"ok": False, "error": {"type": "ProtocolError", "message": "no program"}}
+_MFD_EXEC = 0x10  # memfd_create: executable even where vm.memfd_noexec defaults to no-exec
 _HEADER = struct.Struct(">I")
 
 
@@ -330,6 +335,7 @@ class Harness:
         self.clean = True
         self.undumpable = False
         self.sealed: Any = None  # what another process could change about this one, as sealed
+        self.program: Any = None  # the compiled program: a sealed memfd (int), or its bytes (fallback)
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
@@ -347,6 +353,9 @@ class Harness:
                 reply = self.call(request["name"], request.get("args", {"L": []}), request.get("kwargs"))
             elif op == "stdio":
                 reply = self.stdio(request)
+            elif op == "stdio_batch":
+                self.stdio_batch(request)
+                continue  # it wrote its own frames
             elif op == "judge":
                 reply = self.judge_sample(request)
             elif op == "ping":
@@ -408,6 +417,7 @@ class Harness:
         _reap()
         self.compiled = None
         self.namespace = {}
+        self._forget_program()
         wiped = _wipe(".")
         self.clean = self.clean and wiped and _attributes() == self.sealed
         return {"reset": True}
@@ -455,22 +465,21 @@ class Harness:
         """
         with open(SOURCE_NAME, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(request["source"])
-        for name in (BINARY_NAME,):
-            try:  # noqa: SIM105 - contextlib would cost start-up time
-                os.unlink(name)
-            except OSError:
-                pass
-        with open(STDIN_NAME, "wb"):
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            os.unlink(BINARY_NAME)
+        except OSError:
             pass
+        _write_new(STDIN_NAME, b"")
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
-        pid = os.fork()
-        if pid == 0:
-            _child_main(None, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r), argv)
+        pid = _spawn(argv[0], argv, out_w, err_w)
         os.close(out_w)
         os.close(err_w)
-        run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16)
+        if pid < 0:
+            run = _not_started(out_r, err_r, -pid)
+        else:
+            run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16)
         if run["exit"] or run["signal"] or run["timeout"] or not os.path.exists(BINARY_NAME):
             return {
                 "ok": True,
@@ -489,19 +498,59 @@ class Harness:
                 "stderr": b64encode(b"binary too large"),
             }
         with open(BINARY_NAME, "rb") as handle:
-            return {"ok": True, "compiled": True, "binary": b64encode(handle.read())}
+            binary = handle.read()
+        if not _wipe("."):
+            self.clean = False
+        self._keep_program(binary)
+        return {"ok": True, "compiled": True, "binary": b64encode(binary)}
 
     def put_binary(self, request: dict[str, Any]) -> dict[str, Any]:
         """Installs a binary compiled earlier (the grader's compile cache) as the program."""
-        with open(BINARY_NAME, "wb") as handle:
-            handle.write(b64decode(request["data"]))
-        os.chmod(BINARY_NAME, 0o755)
+        self._keep_program(b64decode(request["data"]))
         return {"ok": True}
 
-    def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Runs the program as __main__ in a fresh child on one input; reports its exit and output."""
-        if request.get("binary"):
-            return self._stdio(None, request, [os.path.abspath(BINARY_NAME)])
+    def _keep_program(self, binary: bytes) -> None:
+        """Keeps the program where no run can change it: a memfd sealed against writes, exec'd by
+        fd (fexecve). Where memfds cannot be exec'd, its bytes, written afresh before every run."""
+        self._forget_program()
+        try:
+            import fcntl
+
+            try:
+                fd = os.memfd_create("prog", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING | _MFD_EXEC)
+            except OSError:  # a kernel before MFD_EXEC (6.3)
+                fd = os.memfd_create("prog", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                view = memoryview(binary)
+                while view:
+                    view = view[os.write(fd, view) :]
+                seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+                os.fchmod(fd, 0o500)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.program = fd
+        except (OSError, AttributeError, ImportError):
+            self.program = binary
+
+    def _forget_program(self) -> None:
+        if type(self.program) is int:
+            try:  # noqa: SIM105 - contextlib would cost start-up time
+                os.close(self.program)
+            except OSError:
+                pass
+        self.program = None
+
+    def _program_file(self) -> Any:
+        """What a run execs: the sealed memfd, or (fallback) the bytes written to a fresh file."""
+        if type(self.program) is int or self.program is None:
+            return self.program
+        _write_new(BINARY_NAME, self.program, 0o700)
+        return os.path.abspath(BINARY_NAME)
+
+    def _source(self, request: dict[str, Any]) -> Any:
+        """The Python program compiled once (None and a run to report when it does not compile)."""
         if self.compiled is None:
             try:
                 self.compiled = compile(request["source"], "solution.py", "exec")
@@ -509,7 +558,7 @@ class Harness:
                 import traceback
 
                 message = "".join(traceback.format_exception_only(type(exc), exc)).encode()
-                return {
+                return None, {
                     "ok": True,
                     "exit": 1,
                     "signal": 0,
@@ -518,23 +567,165 @@ class Harness:
                     "stdout": "",
                     "stderr": b64encode(message),
                 }
-        return self._stdio(self.compiled, request, None)
+        return self.compiled, None
 
-    def _stdio(self, compiled: Any, request: dict[str, Any], argv: Any) -> dict[str, Any]:
-        with open(STDIN_NAME, "wb") as handle:
-            handle.write(request["input"].encode("utf-8", "surrogateescape"))
+    def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Runs the program as __main__ in a fresh child on one input; reports its exit and output."""
+        if request.get("binary"):
+            if self.program is None:
+                return _NO_PROGRAM
+            return self._stdio(None, request, self._program_file())
+        compiled, failed = self._source(request)
+        if failed is not None:
+            return dict(failed)
+        return self._stdio(compiled, request, None)
+
+    def stdio_batch(self, request: dict[str, Any]) -> None:
+        """A sample's stdio tests: each input in a fresh child, in turn, one reply frame per input.
+
+        Between runs every other process is killed (as after any run) and the work dir emptied,
+        so no run leaves a file or a process for the next; the program itself is sealed
+        (`_keep_program`). The batch keeps the sample's rules: a run gets at most `time_limit_s`
+        and what is left of `budget_s` (counted once the program is installed), and after
+        `max_timeouts` timed-out runs the rest are not run. A work dir that cannot be emptied
+        ends the batch: the rest are answered `dirty` (the trusted side starts a fresh sandbox).
+        """
+        if request.get("data") is not None:
+            self._keep_program(b64decode(request["data"]))
+        compiled, failed, executable = None, None, None
+        if request.get("binary"):
+            if self.program is None:
+                failed = _NO_PROGRAM
+        else:
+            compiled, failed = self._source(request)
+        limit = float(request["time_limit_s"])
+        deadline = time.monotonic() + float(request["budget_s"])
+        timeouts_left = int(request["max_timeouts"])
+        inputs, max_outputs = request["inputs"], request["max_output_bytes"]
+        for index in range(len(inputs)):
+            text, max_output = inputs[index], max_outputs[index]
+            left = deadline - time.monotonic()
+            if not self.clean:
+                reply = {"skipped": "dirty"}
+            elif left <= 0:
+                reply = {"skipped": "budget"}
+            elif timeouts_left <= 0:
+                reply = {"skipped": "timeouts"}
+            elif failed is not None:
+                reply = failed
+            else:
+                if request.get("binary"):
+                    executable = self._program_file()
+                run: dict[str, Any] = {
+                    "input": text,
+                    "time_limit_s": min(limit, left),
+                    "max_output_bytes": max_output,
+                }
+                reply = self._stdio(compiled, run, executable)
+                timeouts_left -= 1 if reply["timeout"] else 0
+                self.clean = _wipe(".")
+            write_frame(self.ctl_out, reply)
+
+    def _stdio(self, compiled: Any, request: dict[str, Any], executable: Any) -> dict[str, Any]:
+        """One run on one input: the Python program in a fork of this process, or the executable
+        (the sealed memfd, or a path) spawned without one."""
+        _write_new(STDIN_NAME, request["input"].encode("utf-8", "surrogateescape"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r), argv)
+        if executable is None:
+            pid = os.fork()
+            if pid == 0:
+                _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r))
+        else:
+            if type(executable) is int:
+                executable = "/proc/self/fd/" + str(executable)  # the spawned process's own copy
+            pid = _spawn(executable, ["prog"], out_w, err_w)
         os.close(out_w)
         os.close(err_w)
+        if pid < 0:
+            return _not_started(out_r, err_r, -pid)
         return _supervise(pid, out_r, err_r, float(request["time_limit_s"]), int(request["max_output_bytes"]))
 
 
-def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...], argv: Any = None) -> None:
-    """The run's process: Python code `compiled` as __main__, or the executable `argv`."""
+def _write_new(name: str, data: bytes, mode: int = 0o600) -> None:
+    """`data` in a new file `name`: whatever a run left under that name (a symlink, a FIFO) is
+    removed first, never written through."""
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        os.unlink(name)
+    except OSError:
+        pass
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+_OOM_ADJ: list[Any] = []  # this process's /proc/self/oom_score_adj (an fd) and its value at start
+
+
+def _oom_adjust(value: Any) -> None:
+    """Sets this process's oom_score_adj (None: back to its value at start); best effort."""
+    try:
+        if not _OOM_ADJ:
+            fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
+            _OOM_ADJ.extend((fd, os.pread(fd, 32, 0).strip() or b"0"))
+        os.pwrite(_OOM_ADJ[0], _OOM_ADJ[1] if value is None else value, 0)
+    except OSError:
+        pass
+
+
+_SPAWN_DEFAULTS = (_signal.SIGPIPE, _signal.SIGXFSZ)  # ignored here; at their defaults in a run
+
+
+def _spawn(path: str, argv: Any, out_w: int, err_w: int) -> int:
+    """Starts an executable on the stdin file, with out_w and err_w as its stdout and stderr, in a
+    process group of its own, signals at their defaults (as a judge runs a binary); its pid, or
+    -errno when it could not be executed. No fork of this process: posix_spawn (vfork) costs
+    a fraction of one. Every other fd of this process is close-on-exec. The run is the memory
+    killer's first choice (oom_score_adj 1000, inherited): this process takes that value only
+    while it spawns, and its own back at once."""
+    _oom_adjust(b"1000")
+    try:
+        return os.posix_spawn(
+            path,
+            argv,
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, STDIN_NAME, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, out_w, 1),
+                (os.POSIX_SPAWN_DUP2, err_w, 2),
+            ],
+            setpgroup=0,
+            setsigdef=_SPAWN_DEFAULTS,
+            setsigmask=(),
+        )
+    except OSError as exc:
+        return -(exc.errno or 1)
+    finally:
+        _oom_adjust(None)
+
+
+def _not_started(out_r: int, err_r: int, errno: int) -> dict[str, Any]:
+    """The report of a run whose executable could not be started (exit 127, as a shell says)."""
+    os.close(out_r)
+    os.close(err_r)
+    message = "cannot execute the program: " + os.strerror(errno) + "\n"
+    return {
+        "ok": True,
+        "exit": 127,
+        "signal": 0,
+        "timeout": False,
+        "output_limit": False,
+        "stdout": "",
+        "stderr": b64encode(message.encode()),
+    }
+
+
+def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -> None:
+    """A Python run's process: the program `compiled` as __main__, in a fork of this process."""
     code = 121
     try:
         for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork leaks into this run
@@ -558,8 +749,6 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...], a
         os.dup2(err_w, 2)
         for fd in (stdin, out_w, err_w):
             os.close(fd)
-        if argv is not None:
-            os.execv(argv[0], argv)  # signals at their defaults, as a judge runs a binary
         for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # as a fresh interpreter has them
             _signal.signal(sig, _signal.SIG_IGN)
         stdin_text = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
@@ -898,22 +1087,40 @@ def _attributes() -> Any:
 
 
 def _wipe(directory: str) -> bool:
-    """Empties the work dir (what label code wrote); False if something could not be removed."""
+    """Empties the work dir (what a run or label code wrote); False if something could not be removed.
+
+    Iterative (a deep tree cannot exhaust the stack), and every directory is made writable and
+    searchable before it is listed: a `chmod 000` directory is emptied like any other.
+    """
     clean = True
-    for root, dirs, files in os.walk(directory, topdown=False):
-        for name in files:
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                clean = False
-        for name in dirs:
-            path = os.path.join(root, name)
-            try:
-                if os.path.islink(path):
-                    os.unlink(path)
-                else:
-                    os.chmod(path, 0o700)
+    stack = [(directory, False)]
+    while stack:
+        path, emptied = stack.pop()
+        if emptied:
+            if path != directory:
+                try:
                     os.rmdir(path)
+                except OSError:
+                    clean = False
+            continue
+        stack.append((path, True))
+        try:
+            if path != directory:
+                os.chmod(path, 0o700)
+            else:
+                mode = os.stat(path).st_mode
+                if mode & 0o700 != 0o700:  # the work dir itself made read-only by a run
+                    os.chmod(path, (mode & 0o7777) | 0o700)
+            entries = list(os.scandir(path))
+        except OSError:
+            clean = False
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, False))
+                else:
+                    os.unlink(entry.path)
             except OSError:
                 clean = False
     return clean

@@ -126,7 +126,7 @@ def prepare_binary(
     if cached is not None:
         if cached.binary is None:
             return cached.message
-        session.install_binary(cached.binary, deadline)
+        session.install_binary(cached.binary)
         return None
     result: Compiled | None = None
     cache.compiling.acquire()
@@ -145,7 +145,7 @@ def prepare_binary(
         if reply.get("compiled") is True:
             binary = base64.b64decode(str(reply.get("binary", "")), validate=True)
             result = Compiled(binary)
-            session.install_binary(binary, deadline, installed=True)
+            session.install_binary(binary, installed=True)
             return None
         stderr = base64.b64decode(str(reply.get("stderr", "")), validate=True)
         if reply.get("timeout"):

@@ -9,7 +9,10 @@ test does not fail the tests after it.
 from __future__ import annotations
 
 import base64
+import json
+import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +24,7 @@ from services.reward_rules.code.harness import (
     decode_value,
     encode_value,
 )
-from services.reward_rules.code.sandbox import SandboxError
+from services.reward_rules.code.sandbox import Sandbox, SandboxError, parse_frame
 
 # Why a test failed, as counted in the logs.
 WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (
@@ -65,7 +68,9 @@ class StdioRun:
     stderr: bytes
 
 
-STDIO_OPS = frozenset({"stdio", "compile", "binary"})  # ops after which a sandbox may be reused
+STDIO_OPS = frozenset(
+    {"stdio", "stdio_batch", "compile", "binary"}
+)  # ops after which a sandbox may be reused
 _SMALL_REPLY = 64 << 10  # a load reply: ok or an exception's type and message
 START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds a sick machine
 SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
@@ -92,6 +97,7 @@ class Session:
         self.load_error: Exception | None = None
         self.stderr_bytes = 0
         self.binary: bytes | None = None  # a compiled program, installed in every fresh sandbox
+        self._installed: SandboxLike | None = None  # the sandbox that holds `binary`
         self.reusable = False  # only stdio runs so far in this sandbox: another sample may reuse it
 
     # -------------------------------------------------------------- lifecycle
@@ -120,8 +126,6 @@ class Session:
                 raise InfrastructureError(f"sandbox did not start: {exc}") from exc
             self.sandbox = sandbox
             self.reusable = True
-            if self.binary is not None:
-                self._install(sandbox, self.binary, time.monotonic() + START_TIMEOUT_S)
             return sandbox
         raise AssertionError("unreachable")
 
@@ -132,12 +136,13 @@ class Session:
             raise self._fail(sandbox, exc) from None
         if reply.get("ok") is not True:
             raise InfrastructureError(f"could not install the compiled program: {reply}"[:300])
+        self._installed = sandbox
 
-    def install_binary(self, binary: bytes, deadline: float, installed: bool = False) -> None:
-        """Makes `binary` the program, here and in every sandbox a restart brings."""
+    def install_binary(self, binary: bytes, installed: bool = False) -> None:
+        """Makes `binary` the program, in every sandbox this session runs it in (`installed`: the
+        running sandbox has it already). Sent with the first run in each sandbox."""
         self.binary = binary
-        if not installed:
-            self._install(self._start(), binary, deadline)
+        self._installed = self.sandbox if installed else None
 
     def start(self) -> None:
         """A running sandbox (a fresh one after a failure, if restarts are left)."""
@@ -162,6 +167,7 @@ class Session:
                 self.pool.release(self.sandbox)
             self.sandbox = None
             self.reusable = False
+        self._installed = None
 
     def _fail(self, sandbox: SandboxLike, exc: SandboxError) -> CandidateFailure:
         """Turns a sandbox that stopped answering into the candidate's failure; drops the sandbox."""
@@ -260,11 +266,13 @@ class Session:
             "time_limit_s": time_limit_s,
             "max_output_bytes": max_output,
         }
+        sandbox = self._start()
         if self.binary is not None:
             message["binary"] = True
+            if self._installed is not sandbox:
+                self._install(sandbox, self.binary, time.monotonic() + START_TIMEOUT_S)
         else:
             message["source"] = self.program
-        sandbox = self._start()
         oom_before = sandbox.oom_kills()
         frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY  # base64 of the capped stdout and stderr tail
         reply = self._request(message, time.monotonic() + time_limit_s + SUPERVISION_SLACK_S, frame)
@@ -281,3 +289,120 @@ class Session:
         except (KeyError, TypeError, ValueError) as exc:
             raise self._fail(sandbox, SandboxError("protocol", f"bad stdio reply: {exc}")) from None
         return run
+
+    def stdio_batch(
+        self, inputs: list[tuple[str, int]], time_limit_s: float, budget_deadline: float, max_timeouts: int
+    ) -> Iterator[StdioRun | CandidateFailure | str]:
+        """Runs the program on each `(stdin, max_output)` in turn, in one sandbox, each in a fresh
+        process; yields one outcome per input, in order, as each finishes (the caller may judge one
+        while the next runs): a StdioRun, "budget" or "timeouts" for one not run (`budget_deadline`
+        passed, or `max_timeouts` runs timed out), or the CandidateFailure that ended the sandbox,
+        after which it yields nothing more (the rest go to the next call: a fresh sandbox, if
+        restarts are left). Raises CandidateFailure when no sandbox may start (restarts spent).
+
+        A local sandbox gets the whole batch in one request and answers a frame per run (the
+        harness keeps the same limits: harness.stdio_batch); each frame must come within
+        `time_limit_s` and the supervision slack of the one before, the last by the budget.
+        """
+        sandbox = self._start()
+        if not isinstance(sandbox, Sandbox):
+            yield from self._stdio_each(inputs, time_limit_s, budget_deadline, max_timeouts)
+            return
+        message: dict[str, Any] = {
+            "op": "stdio_batch",
+            "inputs": [stdin for stdin, _ in inputs],
+            "max_output_bytes": [max_output for _, max_output in inputs],
+            "time_limit_s": time_limit_s,
+            "budget_s": max(budget_deadline - time.monotonic(), 0.0),
+            "max_timeouts": max_timeouts,
+        }
+        if self.binary is None:
+            message["source"] = self.program
+        else:
+            message["binary"] = True
+            if self._installed is not sandbox:
+                message["data"] = base64.b64encode(self.binary).decode()
+        oom_before = sandbox.oom_kills()
+        finished = False
+        try:
+            try:
+                sandbox.send_raw(
+                    json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode(),
+                    budget_deadline + START_TIMEOUT_S,
+                )
+            except SandboxError as exc:
+                yield self._fail(sandbox, exc)
+                finished = True
+                return
+            self._installed = sandbox
+            last = time.monotonic() + (SUPERVISION_SLACK_S if "data" in message else 0.0)
+            for _, max_output in inputs:
+                deadline = min(last + time_limit_s, budget_deadline) + SUPERVISION_SLACK_S
+                frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY
+                try:
+                    reply = parse_frame(sandbox.receive_raw(deadline, frame))
+                except SandboxError as exc:
+                    yield self._fail(sandbox, exc)
+                    finished = True
+                    return
+                last = time.monotonic()
+                skipped = reply.get("skipped")
+                if skipped == "dirty":  # the run left what the harness could not remove
+                    self._drop(sandbox, CandidateFailure(CRASH, "left files that could not be removed"))
+                    finished = True
+                    return
+                if skipped in ("budget", "timeouts"):
+                    yield str(skipped)
+                    continue
+                try:
+                    run = self._stdio_run(reply, max_output)
+                except (KeyError, TypeError, ValueError) as exc:
+                    yield self._fail(sandbox, SandboxError("protocol", f"bad stdio reply: {exc}"))
+                    finished = True
+                    return
+                if run.signal == signal.SIGKILL and not (run.timeout or run.output_limit):
+                    run.memory_killed = sandbox.oom_kills() > oom_before  # else it killed itself
+                yield run
+            finished = True
+        finally:
+            if not finished:  # the caller stopped reading: runs may still be going on in there
+                self.reusable = False
+
+    def _stdio_each(
+        self, inputs: list[tuple[str, int]], time_limit_s: float, budget_deadline: float, max_timeouts: int
+    ) -> Iterator[StdioRun | CandidateFailure | str]:
+        """stdio_batch one request per input (a remote sandbox)."""
+        for stdin, max_output in inputs:
+            left = budget_deadline - time.monotonic()
+            if left <= 0:
+                yield "budget"
+                continue
+            if max_timeouts <= 0:
+                yield "timeouts"
+                continue
+            try:
+                run = self.run_stdio(stdin, min(time_limit_s, left), max_output)
+            except CandidateFailure as exc:
+                yield exc
+                return
+            max_timeouts -= run.timeout
+            yield run
+
+    def _drop(self, sandbox: SandboxLike, failure: CandidateFailure) -> None:
+        """Kills a sandbox that may not serve another run; the next run takes a restart."""
+        self.reusable = False
+        sandbox.kill()
+        self.close()
+        self.failure = failure
+
+    @staticmethod
+    def _stdio_run(reply: dict[str, Any], max_output: int) -> StdioRun:
+        return StdioRun(
+            exit_code=int(reply["exit"]),
+            signal=int(reply["signal"]),
+            timeout=bool(reply["timeout"]),
+            output_limit=bool(reply["output_limit"]),
+            memory_killed=False,
+            stdout=base64.b64decode(reply["stdout"], validate=True)[: max_output + 1],
+            stderr=base64.b64decode(reply["stderr"], validate=True)[-4096:],
+        )

@@ -31,9 +31,17 @@ from services.reward_rules.code.session import (
     CandidateFailure,
     InfrastructureError,
     Session,
+    StdioRun,
     last_line,
 )
-from services.reward_rules.code.tests_spec import AssertTests, CallTests, CheckTests, CodeLabel, StdioTests
+from services.reward_rules.code.tests_spec import (
+    AssertTests,
+    CallTests,
+    CheckTests,
+    CodeLabel,
+    StdioCase,
+    StdioTests,
+)
 
 _BUDGET_SPENT = "not run: the sample's time budget is spent"
 _GAVE_UP = "not run: earlier tests timed out"
@@ -312,38 +320,64 @@ def _run_cases(
             return
         # compiling is not the tests' time: the sample's budget starts after it
         budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
-    for index, case in enumerate(tests.cases, start=1):
-        name = f"case {index}"
-        early = _skipped(report, name, budget)
-        if early is not None:
-            report.outcomes.append(early)
-            continue
-        left = budget.sample_deadline - time.monotonic()
-        max_output = _output_bound(case.output, budget.max_output_bytes)
+    pending = list(range(len(tests.cases)))
+    while pending:
+        early = _skipped(report, "", budget)
+        if early is not None:  # the budget is spent, or too many runs timed out: the rest are not run
+            report.outcomes += [replace(early, name=f"case {index + 1}") for index in pending]
+            return
+        inputs = [
+            (tests.cases[i].input, _output_bound(tests.cases[i].output, budget.max_output_bytes))
+            for i in pending
+        ]
+        max_timeouts = budget.max_timeouts - report.count(TIMEOUT)
+        done = 0
         try:
-            run = session.run_stdio(case.input, min(budget.time_limit_s, left), max_output)
-        except CandidateFailure as exc:
-            report.outcomes.append(_failure_outcome(name, exc))
-            continue
-        if run.memory_killed:
-            report.outcomes.append(CaseOutcome(name, False, MEMORY, f"{session.memory_bytes >> 20} MB"))
-        elif run.timeout:
-            report.outcomes.append(CaseOutcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s"))
-        elif run.output_limit:
-            report.outcomes.append(CaseOutcome(name, False, OUTPUT, f"over {max_output} bytes"))
-        elif run.signal or run.exit_code:
-            how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
-            detail = last_line(run.stderr)
-            report.outcomes.append(CaseOutcome(name, False, CRASH, f"{how}: {detail}" if detail else how))
-        elif checker is not None:
-            actual = run.stdout.decode("utf-8", "replace")
-            report.outcomes.append(_checked(checker, session, name, case.input, case.output, actual, budget))
-        else:
-            actual = run.stdout.decode("utf-8", "replace")
-            mismatch = check_output(case.output, actual, tests.checker, tolerance)
-            report.outcomes.append(
-                CaseOutcome(name, mismatch is None, WRONG if mismatch else "", mismatch or "")
-            )
+            runs = session.stdio_batch(inputs, budget.time_limit_s, budget.sample_deadline, max_timeouts)
+            for run in runs:
+                case, (_, max_output) = tests.cases[pending[done]], inputs[done]
+                name = f"case {pending[done] + 1}"
+                done += 1
+                report.outcomes.append(
+                    _stdio_outcome(session, tests, budget, checker, tolerance, name, case, max_output, run)
+                )
+        except CandidateFailure as exc:  # no sandbox may start again: the program kept failing
+            report.outcomes += [_failure_outcome(f"case {index + 1}", exc) for index in pending[done:]]
+            return
+        pending = pending[done:]
+
+
+def _stdio_outcome(
+    session: Session,
+    tests: StdioTests,
+    budget: Budget,
+    checker: Judge | None,
+    tolerance: float,
+    name: str,
+    case: StdioCase,
+    max_output: int,
+    run: StdioRun | CandidateFailure | str,
+) -> CaseOutcome:
+    """One stdio run's verdict: the sandbox's failure, a test not run, or its output checked."""
+    if isinstance(run, CandidateFailure):
+        return _failure_outcome(name, run)
+    if isinstance(run, str):
+        return CaseOutcome(name, False, TIMEOUT, _BUDGET_SPENT if run == "budget" else _GAVE_UP)
+    if run.memory_killed:
+        return CaseOutcome(name, False, MEMORY, f"{session.memory_bytes >> 20} MB")
+    if run.timeout:
+        return CaseOutcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s")
+    if run.output_limit:
+        return CaseOutcome(name, False, OUTPUT, f"over {max_output} bytes")
+    if run.signal or run.exit_code:
+        how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
+        detail = last_line(run.stderr)
+        return CaseOutcome(name, False, CRASH, f"{how}: {detail}" if detail else how)
+    actual = run.stdout.decode("utf-8", "replace")
+    if checker is not None:
+        return _checked(checker, session, name, case.input, case.output, actual, budget)
+    mismatch = check_output(case.output, actual, tests.checker, tolerance)
+    return CaseOutcome(name, mismatch is None, WRONG if mismatch else "", mismatch or "")
 
 
 def run_tests(
