@@ -163,3 +163,52 @@ def test_a_custom_checker_runs_in_a_judge_sandbox(grader: CodeGrader, tmp_path: 
     assert results[0].reward == 1.0, results[0].detail
     assert not os.path.exists(marker)
     assert results[1].status is Status.INVALID_INPUT and "helper" in results[1].detail
+
+
+def test_a_run_cannot_change_the_program_for_the_next_test(grader: CodeGrader) -> None:
+    """The binary is sealed: writing it (through /proc/self/exe) fails, and a file planted where a
+    binary might be looked up is never run. Test 2 prints what the real program prints."""
+    program = (
+        "#include <bits/stdc++.h>\n#include <fcntl.h>\n#include <unistd.h>\n#include <sys/stat.h>\n"
+        "int main() { int t; std::cin >> t;\n"
+        "  if (t == 1) {\n"
+        '    int fd = open("/proc/self/exe", O_WRONLY); if (fd >= 0) write(fd, "#!/bin/sh\\necho replaced\\n", 24);\n'
+        '    chmod("/proc/self/exe", 0);\n'
+        '    for (const char* p : {".prog", "/tmp/.prog", "prog", "/tmp/prog"}) { FILE* f = fopen(p, "w"); if (f) { fputs("#!/bin/sh\\necho replaced\\n", f); fclose(f); chmod(p, 0755); } }\n'
+        '    puts(fd >= 0 ? "opened" : "sealed"); return 0; }\n'
+        '  puts("genuine"); }\n'
+    )
+    (result,) = score(grader, cpp(program, [("1\n", "sealed\n"), ("2\n", "genuine\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+def test_each_test_starts_with_nothing_of_the_last(grader: CodeGrader) -> None:
+    """A daemon and files of test 1 (a memo, a tmpfs filled to the brim) are gone for test 2."""
+    program = (
+        "#include <bits/stdc++.h>\n#include <dirent.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
+        'int procs() { int n = 0; DIR* d = opendir("/proc"); while (auto e = readdir(d)) n += isdigit(e->d_name[0]) != 0; closedir(d); return n; }\n'
+        "int main() { int t; std::cin >> t;\n"
+        '  bool memo = access("memo", F_OK) == 0 || access("daemon", F_OK) == 0;\n'
+        '  std::string block(1 << 20, \'x\'); FILE* f = fopen("memo", "w"); int mb = 0;\n'
+        "  while (f && mb < 40 && fwrite(block.data(), 1, block.size(), f) == block.size()) mb++;\n"
+        "  if (f) fclose(f);\n"
+        '  if (t == 1) { if (fork() == 0) { setsid(); if (fork() == 0) { for (;;) { FILE* g = fopen("daemon", "w"); if (g) fclose(g); usleep(1000); } } _exit(0); } wait(nullptr); usleep(20000); }\n'
+        "  else usleep(20000);\n"
+        '  printf("%d %s %d\\n", t == 1 ? 0 : procs(), memo ? "kept" : "clean", mb); }\n'
+    )
+    (result,) = score(grader, cpp(program, [("1\n", "0 clean 40\n"), ("2\n", "3 clean 40\n")]))
+    assert result.reward == 1.0, result.detail
+    assert_clean(grader)
+
+
+def test_a_memory_kill_fails_only_its_own_test(grader: CodeGrader) -> None:
+    program = (
+        "#include <bits/stdc++.h>\nint main() { int t; std::cin >> t;\n"
+        "  if (t == 1) for (;;) { char* p = (char*)malloc(1 << 24); memset(p, 1, 1 << 24); }\n"
+        '  puts("ok"); }\n'
+    )
+    sample = cpp(program, [("1\n", "ok\n"), ("2\n", "ok\n")])
+    label = json.loads(sample.label)
+    label["memory_limit_mb"] = 64
+    (result,) = score(grader, Sample(response=sample.response, label=json.dumps(label)))
+    assert result.score == 0.5 and "case 1: memory limit" in result.detail, result.detail

@@ -275,3 +275,59 @@ def test_stop_iteration_cannot_end_a_check_early(code_grader: CodeGrader) -> Non
     (result,) = score(code_grader, check(program, "f", test))
     assert result.reward == 0.0, result.detail
     _healthy_after(code_grader)
+
+
+def test_a_daemon_of_one_test_cannot_answer_the_next(code_grader: CodeGrader) -> None:
+    """Test 1 leaves a daemon that writes "42" into every new process's stdout; test 2 prints
+    nothing itself. The tests of a sample run in one sandbox: the daemon must be gone by then."""
+    program = (
+        "import os, sys, time\n"
+        "if sys.stdin.read().strip() == '1':\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            seen = set(os.listdir('/proc'))\n"
+        "            end = time.time() + 5\n"
+        "            while time.time() < end:\n"
+        "                for p in os.listdir('/proc'):\n"
+        "                    if p.isdigit() and p not in seen:\n"
+        "                        seen.add(p)\n"
+        "                        try:\n"
+        "                            fd = os.open(f'/proc/{p}/fd/1', os.O_WRONLY)\n"
+        "                            os.write(fd, b'42\\n')\n"
+        "                            os.close(fd)\n"
+        "                        except OSError:\n"
+        "                            pass\n"
+        "                time.sleep(0.001)\n"
+        "        os._exit(0)\n"
+        "    os.wait()\n"
+        "    print(1)\n"
+        "else:\n"
+        "    time.sleep(0.5)\n"
+    )
+    (result,) = score(code_grader, stdio(program, [("1\n", "1\n"), ("2\n", "42\n")]))
+    assert result.score == 0.5 and "case 2: wrong answer" in result.detail, result.detail
+    _healthy_after(code_grader)
+
+
+def test_files_of_one_test_are_gone_for_the_next(code_grader: CodeGrader) -> None:
+    """A test's files (a memo of work done, a full tmpfs) do not reach the sample's next test."""
+    program = (
+        "import os, sys\n"
+        "os.chmod('.', 0o500) if sys.stdin.read().strip() == '3' else None\n"
+        "found = os.path.exists('memo') or os.path.exists('locked')\n"
+        "try:\n"
+        "    with open('memo', 'wb') as f:\n"
+        "        f.write(b'x' * (40 << 20))\n"
+        "    os.makedirs('locked/inner')\n"
+        "    open('locked/inner/f', 'w').close()\n"
+        "    os.chmod('locked/inner', 0)\n"
+        "    os.chmod('locked', 0)\n"
+        "    print('kept' if found else 'fresh')\n"
+        "except OSError as exc:\n"
+        "    print('refused' if found else type(exc).__name__)\n"
+    )
+    cases = [("1\n", "fresh\n"), ("2\n", "fresh\n"), ("3\n", "PermissionError\n"), ("4\n", "fresh\n")]
+    (result,) = score(code_grader, stdio(program, cases))
+    assert result.reward == 1.0, result.detail
+    _healthy_after(code_grader)

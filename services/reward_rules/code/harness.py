@@ -543,9 +543,13 @@ class Harness:
         self.program = None
 
     def _program_file(self) -> Any:
-        """What a run execs: the sealed memfd, or (fallback) the bytes written to a fresh file."""
-        if type(self.program) is int or self.program is None:
+        """What a run execs: the sealed memfd (its mode set back: a run may chmod it through
+        /proc/self/exe), or (fallback) the bytes written to a fresh file."""
+        if type(self.program) is int:
+            os.fchmod(self.program, 0o500)
             return self.program
+        if self.program is None:
+            return None
         _write_new(BINARY_NAME, self.program, 0o700)
         return os.path.abspath(BINARY_NAME)
 

@@ -108,10 +108,10 @@ _LAUNCHER = """\
 if [ -n "$ARBITER_MEMCG" ]; then
   echo $$ > "$ARBITER_MEMCG/cgroup.procs" && echo $$ > "$ARBITER_PIDSCG/cgroup.procs" || exit 125
 fi
-ulimit -c 0 && ulimit -f "$ARBITER_FSIZE_KB" || exit 125
+ulimit -c 0 && ulimit -f "$ARBITER_FSIZE_BLOCKS" || exit 125  # 512-byte blocks (POSIX sh)
 if [ -n "$ARBITER_AS_KB" ]; then ulimit -v "$ARBITER_AS_KB" && ulimit -p "$ARBITER_NPROC" || exit 125; fi
 uid=$ARBITER_UID
-unset ARBITER_MEMCG ARBITER_PIDSCG ARBITER_FSIZE_KB ARBITER_AS_KB ARBITER_NPROC ARBITER_UID PWD OLDPWD
+unset ARBITER_MEMCG ARBITER_PIDSCG ARBITER_FSIZE_BLOCKS ARBITER_AS_KB ARBITER_NPROC ARBITER_UID PWD OLDPWD
 [ -z "$uid" ] || exec /usr/bin/setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
 exec "$@"
 """
@@ -124,7 +124,7 @@ def launcher_argv(
     env = {
         "ARBITER_MEMCG": "" if cgroup is None else str(cgroup.memory),
         "ARBITER_PIDSCG": "" if cgroup is None else str(cgroup.pids),
-        "ARBITER_FSIZE_KB": str(limits.tmpfs_bytes >> 10),
+        "ARBITER_FSIZE_BLOCKS": str(limits.tmpfs_bytes >> 9),
         "ARBITER_AS_KB": "" if cgroup is not None else str(limits.memory_bytes >> 10),
         "ARBITER_NPROC": str(limits.max_pids),
         "ARBITER_UID": str(host_uid) if os.getuid() == 0 else "",
