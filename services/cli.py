@@ -1,7 +1,7 @@
 """`arbiter`: serve the services, or score a file with the same graders, in-process.
 
 The services load inside each command, not here: `arbiter score --grader math` starts the math
-grader's fork server before it pays for them (see `score`).
+grader's fork server before it pays for them (see `main`).
 """
 
 from __future__ import annotations
@@ -164,12 +164,6 @@ def score(
     batch: Annotated[int, typer.Option(help="samples per chunk written at once")] = 256,
 ) -> None:
     """Score an eval set; resumable (rerun the same command after a crash); writes summary and report."""
-    if url is None and not ray and ray_address is None and grader in _MATH_GRADERS:
-        # A fresh Python importing sympy (half a second): it starts now, while this process
-        # imports the rest and builds its engine, and the math grader's pool takes it over.
-        from services.reward_rules.math.pool import prestart
-
-        prestart()
     from services import catalog
     from services.evaluate.columns import ColumnMap
     from services.evaluate.job import ScoreSource, score_job
@@ -320,8 +314,32 @@ def graders() -> None:
         typer.echo(f"{name}: {spec.summary}")
 
 
+def _prestart_math(args: Sequence[str]) -> None:
+    """`arbiter score` in this process with a grader that sends samples to the math grader's
+    pool: its fork server (a fresh Python importing sympy, half a second) starts before anything
+    else loads (typer's parsing loads pydantic), and the pool takes it over. A best-effort look at
+    the arguments: a wrong guess only starts a fork server that exits unused, or starts none."""
+    if not args or args[0] != "score":
+        return
+    grader = "reward_rules"
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, equals, value = arg.partition("=")
+        if name in ("--url", "--ray", "--ray-address"):
+            return  # scored elsewhere
+        if name == "--grader":
+            grader = value if equals else (args[index + 1] if index + 1 < len(args) else "")
+    if grader in _MATH_GRADERS:
+        from services.reward_rules.math.pool import prestart
+
+        prestart()
+
+
 def main(argv: list[str] | None = None) -> None:
-    app(args=argv, prog_name="arbiter")
+    args = sys.argv[1:] if argv is None else argv
+    _prestart_math(args)
+    app(args=args, prog_name="arbiter")
 
 
 if __name__ == "__main__":

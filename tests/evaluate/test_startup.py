@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from services import catalog, cli
+from services.reward_rules.math import pool
 from tests.evaluate.conftest import math_rows, write_jsonl
 
 
@@ -25,6 +28,30 @@ def test_loading_the_cli_loads_no_service() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(done.stdout) == ["services", "services.cli"]
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["score", "in.jsonl", "-o", "out.jsonl"], True),  # reward_rules: math takes reference answers
+        (["score", "in.jsonl", "--grader", "math", "-o", "out.jsonl"], True),
+        (["score", "in.jsonl", "--grader=math"], True),
+        (["score", "in.jsonl", "--grader", "code"], False),
+        (["score", "in.jsonl", "--grader=format"], False),
+        (["score", "in.jsonl", "--grader", "math", "--url", "http://host:8101"], False),
+        (["score", "in.jsonl", "--ray"], False),
+        (["score", "in.jsonl", "--ray-address=auto", "--grader", "math"], False),
+        (["serve", "reward_rules"], False),
+        ([], False),
+    ],
+)
+def test_the_math_fork_server_starts_before_parsing_only_where_it_will_serve(
+    args: list[str], starts: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[None] = []
+    monkeypatch.setattr(pool, "prestart", lambda: calls.append(None))
+    cli._prestart_math(args)
+    assert calls == ([None] if starts else [])
 
 
 def test_math_scoring_with_a_prestarted_fork_server_matches_the_grader(tmp_path: Path) -> None:
