@@ -75,5 +75,11 @@ class CodeConfig(BaseModel):
         default=1024, ge=64, description="memory for a C++ compile (tests keep theirs)"
     )
     max_binary_mb: int = Field(default=16, ge=1, description="a larger compiled program is a compile error")
+    testlib_header: str = Field(
+        default="",
+        description="testlib.h for C++ checker programs that include it (sent beside their source "
+        "into the sandbox that compiles them); empty: /usr/local/include/testlib.h or "
+        "/usr/include/testlib.h where the host has one",
+    )
     python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
     sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

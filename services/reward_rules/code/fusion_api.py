@@ -30,9 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.grader import Grader
 from services.reward_rules.code.grader import LANGUAGES, CodeGrader
-from services.reward_rules.code.native import prepare_binary
+from services.reward_rules.code.native import NativeBuild, prepare_binary
 from services.reward_rules.code.session import CandidateFailure, InfrastructureError, Session, StdioRun
-from services.reward_rules.code.testrun import NativeBuild
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
 
@@ -152,15 +151,7 @@ class FusionRunner:
             config.compile_memory_mb << 20,
         )
         started = time.monotonic()
-        error = prepare_binary(
-            session,
-            build.cache,
-            build.argv,
-            build.time_limit_s,
-            started + limit + 5.0,
-            build.max_binary_bytes,
-            build.memory_bytes,
-        )
+        error = prepare_binary(session, build, started + limit + 5.0)
         seconds = time.monotonic() - started
         if error is None:
             return _command("Finished", seconds, 0, "", "")

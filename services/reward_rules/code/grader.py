@@ -23,11 +23,12 @@ from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, config_hash
 from services.reward_rules.code.backends.base import SandboxSource
 from services.reward_rules.code.backends.factory import check_backend, start_backend
+from services.reward_rules.code.checker import CheckerSetup
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
-from services.reward_rules.code.native import COMPILE, CompileCache
+from services.reward_rules.code.native import COMPILE, CompileCache, NativeBuild
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
@@ -43,7 +44,6 @@ from services.reward_rules.code.session import (
 )
 from services.reward_rules.code.testrun import (
     Budget,
-    NativeBuild,
     Report,
     checker_names,
     label_names,
@@ -83,7 +83,17 @@ class CodeGrader(GraderBase):
             name="code",
             version=VERSION,
             config_hash=config_hash(self.config),
-            capabilities=["code", "python", "cpp", "stdio", "assert", "check", "call", "checkers"],
+            capabilities=[
+                "code",
+                "python",
+                "cpp",
+                "stdio",
+                "assert",
+                "check",
+                "call",
+                "checkers",
+                "checker_programs",
+            ],
         )
         self.workers = self.config.workers or (os.cpu_count() or 2) + 2
         self._source: SandboxSource | None = None
@@ -231,19 +241,25 @@ class CodeGrader(GraderBase):
         prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
         source = self._stdio if self._stdio is not None and module == "__main__" else self._source
         session = Session(source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
-        build = None
-        if language == "cpp":
+        build = natives = None
+        needs_cxx = language == "cpp" or (
+            isinstance(label.tests, StdioTests) and label.tests.checker == "testlib"
+        )
+        if needs_cxx:
             if self._pool is None:
                 return self._result(Status.GRADER_ERROR, "C++ needs the local sandbox backend", total=total)
-            build = NativeBuild(
+            cxx = NativeBuild(
                 self._compile_cache,
                 [self.config.cxx, *self.config.cxx_flags],
                 self.config.compile_time_limit_s,
                 self.config.max_binary_mb << 20,
                 self.config.compile_memory_mb << 20,
             )
+            build = cxx if language == "cpp" else None
+            checkers = self._stdio if self._stdio is not None else self._pool
+            natives = CheckerSetup(checkers, cxx, self.config.max_restarts, self.config.testlib_header)
         try:
-            report = run_tests(session, label, budget, self._judges, build)
+            report = run_tests(session, label, budget, self._judges, build, natives)
         except InfrastructureError as exc:
             log.error("code grader: %s", exc)
             return self._result(Status.GRADER_ERROR, str(exc)[:500], total=total)

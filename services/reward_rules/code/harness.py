@@ -470,6 +470,8 @@ class Harness:
         except OSError:
             pass
         _write_new(STDIN_NAME, b"")
+        if not _put_files(request.get("files")):  # headers beside the source (testlib.h)
+            return {"ok": False, "error": {"type": "ProtocolError", "message": "bad file name"}}
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
@@ -574,11 +576,21 @@ class Harness:
         return self.compiled, None
 
     def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Runs the program as __main__ in a fresh child on one input; reports its exit and output."""
+        """Runs the program as __main__ in a fresh child on one input; reports its exit and output.
+
+        A binary may get `files` beside it and `args` (a checker: `input output answer`); the
+        work dir is emptied after such a run."""
         if request.get("binary"):
             if self.program is None:
                 return _NO_PROGRAM
-            return self._stdio(None, request, self._program_file())
+            files = request.get("files")
+            if not _put_files(files):
+                return {"ok": False, "error": {"type": "ProtocolError", "message": "bad file name"}}
+            args = ["prog"] + [str(arg) for arg in request.get("args", [])]
+            run = self._stdio(None, request, self._program_file(), args)
+            if files and not _wipe("."):
+                self.clean = False
+            return run
         compiled, failed = self._source(request)
         if failed is not None:
             return dict(failed)
@@ -630,7 +642,9 @@ class Harness:
                 self.clean = _wipe(".")
             write_frame(self.ctl_out, reply)
 
-    def _stdio(self, compiled: Any, request: dict[str, Any], executable: Any) -> dict[str, Any]:
+    def _stdio(
+        self, compiled: Any, request: dict[str, Any], executable: Any, args: Any = None
+    ) -> dict[str, Any]:
         """One run on one input: the Python program in a fork of this process, or the executable
         (the sealed memfd, or a path) spawned without one."""
         _write_new(STDIN_NAME, request["input"].encode("utf-8", "surrogateescape"))
@@ -643,12 +657,25 @@ class Harness:
         else:
             if type(executable) is int:
                 executable = "/proc/self/fd/" + str(executable)  # the spawned process's own copy
-            pid = _spawn(executable, ["prog"], out_w, err_w)
+            pid = _spawn(executable, args or ["prog"], out_w, err_w)
         os.close(out_w)
         os.close(err_w)
         if pid < 0:
             return _not_started(out_r, err_r, -pid)
         return _supervise(pid, out_r, err_r, float(request["time_limit_s"]), int(request["max_output_bytes"]))
+
+
+def _put_files(files: Any) -> bool:
+    """Writes `{name: base64 data}` into the work dir; False (nothing written) for a name that is
+    not a plain file name of its own (a path, a dot name, the harness's own files)."""
+    if not files:
+        return True
+    for name in files:
+        if type(name) is not str or not name or "/" in name or name.startswith(".") or name == SOURCE_NAME:
+            return False
+    for name, data in files.items():
+        _write_new(name, b64decode(data))
+    return True
 
 
 def _write_new(name: str, data: bytes, mode: int = 0o600) -> None:

@@ -91,8 +91,10 @@ class CompileCache:
             event.set()
 
 
-def cache_key(source: str, argv: list[str]) -> str:
+def cache_key(source: str, argv: list[str], files: dict[str, str] | None = None) -> str:
     digest = hashlib.sha256("\0".join(argv).encode())
+    for name, text in sorted((files or {}).items()):
+        digest.update(b"\0\1" + name.encode() + b"\0" + hashlib.sha256(text.encode()).digest())
     digest.update(b"\0\0")
     digest.update(source.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
@@ -105,23 +107,31 @@ def _compiler_message(stderr: bytes) -> str:
     return errors[0][:300] if errors else last_line(stderr)
 
 
+@dataclass(frozen=True)
+class NativeBuild:
+    """How a compiled language's program is built (C++: g++ in the sample's sandbox, cached)."""
+
+    cache: CompileCache
+    argv: list[str]
+    time_limit_s: float
+    max_binary_bytes: int
+    memory_bytes: int
+
+
 def prepare_binary(
-    session: Session,
-    cache: CompileCache,
-    argv: list[str],
-    time_limit_s: float,
-    deadline: float,
-    max_binary_bytes: int,
-    compile_memory_bytes: int,
+    session: Session, build: NativeBuild, deadline: float, files: dict[str, str] | None = None
 ) -> str | None:
     """Puts the program's binary in the session's sandbox; a compile error's message otherwise.
 
-    The compile gets `compile_memory_bytes` (at least the tests' limit) and its own
-    `time_limit_s`, outside the tests' budget; the tests get theirs. A compiler missing from this
-    host is an InfrastructureError (GRADER_ERROR), never the program's compile error."""
+    The compile gets the build's memory (at least the tests' limit) and its own time limit,
+    outside the tests' budget; the tests get theirs. `deadline` bounds the wait for a compile of
+    the same source under way elsewhere. A compiler missing from this host is an
+    InfrastructureError (GRADER_ERROR), never the program's compile error. `files` (headers, by
+    name) are put beside the source, and count in the cache key."""
+    cache, argv, max_binary_bytes = build.cache, build.argv, build.max_binary_bytes
     if not os.access(argv[0], os.X_OK):
         raise InfrastructureError(f"the C++ compiler {argv[0]} is not on this host (apt-get install g++)")
-    key = cache_key(session.program, argv)
+    key = cache_key(session.program, argv, files)
     cached = cache.claim(key, max(deadline - time.monotonic(), 0))
     if cached is not None:
         if cached.binary is None:
@@ -131,11 +141,21 @@ def prepare_binary(
     result: Compiled | None = None
     cache.compiling.acquire()
     try:
-        limit = time_limit_s
-        message = {"op": "compile", "source": session.program, "argv": argv, "time_limit_s": limit}
-        message["max_binary_bytes"] = max_binary_bytes
+        limit = build.time_limit_s
+        message: dict[str, object] = {
+            "op": "compile",
+            "source": session.program,
+            "argv": argv,
+            "time_limit_s": limit,
+            "max_binary_bytes": max_binary_bytes,
+        }
+        if files:
+            message["files"] = {
+                name: base64.b64encode(text.encode("utf-8", "surrogateescape")).decode()
+                for name, text in files.items()
+            }
         session.start()
-        session.set_memory(max(compile_memory_bytes, session.memory_bytes))
+        session.set_memory(max(build.memory_bytes, session.memory_bytes))
         try:
             reply = session.exchange(
                 message, time.monotonic() + limit + 2.0, max_binary_bytes * 4 // 3 + (64 << 10)

@@ -37,9 +37,12 @@ def harness_source() -> str:
     return (Path(__file__).with_name("harness.py")).read_text()
 
 
-_BOOTSTRAP = "import marshal;exec(marshal.loads(bytes.fromhex({!r})))"
+# base64, not hex: one argv string may hold 128 KiB (MAX_ARG_STRLEN), and the harness's bytecode
+# is over 64 KiB
+_BOOTSTRAP = "import marshal,binascii;exec(marshal.loads(binascii.a2b_base64({!r})))"
 _COMPILE = (
-    "import marshal,sys;sys.stdout.write(marshal.dumps(compile(sys.stdin.read(),'harness','exec')).hex())"
+    "import marshal,sys,binascii;"
+    "sys.stdout.write(binascii.b2a_base64(marshal.dumps(compile(sys.stdin.read(),'harness','exec')),newline=False).decode())"
 )
 
 
@@ -53,7 +56,7 @@ class PythonRunner:
 
     interpreter: str = "/usr/bin/python3"
     site: bool = False  # importing site finds dist-packages; off it starts faster
-    _code_hex: str = field(default="", repr=False)
+    _code: str = field(default="", repr=False)  # the harness's bytecode, base64
 
     @property
     def name(self) -> str:
@@ -64,7 +67,7 @@ class PythonRunner:
         return True
 
     def prepare(self) -> None:
-        if self._code_hex:
+        if self._code:
             return
         try:
             done = subprocess.run(
@@ -78,9 +81,9 @@ class PythonRunner:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise RuntimeError(f"cannot run the sandbox interpreter {self.interpreter}: {exc}") from exc
-        self._code_hex = done.stdout.strip()
+        self._code = done.stdout.strip()
 
     def argv(self) -> list[str]:
         flags = ["-I", "-B"] + ([] if self.site else ["-S"])
-        program = _BOOTSTRAP.format(self._code_hex) if self._code_hex else harness_source()
+        program = _BOOTSTRAP.format(self._code) if self._code else harness_source()
         return [self.interpreter, *flags, "-c", program]

@@ -259,13 +259,26 @@ class Session:
 
     # -------------------------------------------------------------- stdio tests
 
-    def run_stdio(self, stdin: str, time_limit_s: float, max_output: int) -> StdioRun:
-        message = {
+    def run_stdio(
+        self,
+        stdin: str,
+        time_limit_s: float,
+        max_output: int,
+        files: dict[str, bytes] | None = None,
+        args: list[str] | None = None,
+    ) -> StdioRun:
+        """One run on `stdin`; a compiled program may get `files` in its work dir and `args` (a
+        checker program's convention), the work dir emptied after it."""
+        message: dict[str, Any] = {
             "op": "stdio",
             "input": stdin,
             "time_limit_s": time_limit_s,
             "max_output_bytes": max_output,
         }
+        if files:
+            message["files"] = {name: base64.b64encode(data).decode() for name, data in files.items()}
+        if args:
+            message["args"] = args
         sandbox = self._start()
         if self.binary is not None:
             message["binary"] = True

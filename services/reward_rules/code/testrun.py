@@ -16,11 +16,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from services.reward_rules.code.checker import CheckerSetup, NativeChecker
 from services.reward_rules.code.compare import check_output, describe_value, values_match
 from services.reward_rules.code.harness import CandidateError
 from services.reward_rules.code.judge import Judge, JudgePool
 from services.reward_rules.code.labelcode import TestNames, test_names, undefined_names
-from services.reward_rules.code.native import COMPILE, CompileCache, prepare_binary
+from services.reward_rules.code.native import COMPILE, NativeBuild, prepare_binary
 from services.reward_rules.code.prompt_helpers import helpers_from_prompt
 from services.reward_rules.code.session import (
     CRASH,
@@ -231,24 +232,26 @@ def _output_bound(expected: str, cap: int) -> int:
     return min(cap, 2 * len(expected.encode("utf-8", "surrogateescape")) + (1 << 20))
 
 
-@dataclass(frozen=True)
-class NativeBuild:
-    """How a compiled language's program is built (C++: g++ in the sample's sandbox, cached)."""
-
-    cache: CompileCache
-    argv: list[str]
-    time_limit_s: float
-    max_binary_bytes: int
-    memory_bytes: int
-
-
 def checker_names(tests: StdioTests) -> TestNames:
     """Stdlib modules a custom checker uses; LabelCodeError if it needs a name it does not define."""
     names = test_names((("checker", tests.checker_code),), (), ("check",))
     return TestNames((), names.modules)
 
 
-def _checker(tests: StdioTests, judges: JudgePool | None, session: Session, budget: Budget) -> Judge | None:
+Checker = Judge | NativeChecker
+
+
+def _checker(
+    tests: StdioTests,
+    judges: JudgePool | None,
+    natives: CheckerSetup | None,
+    session: Session,
+    budget: Budget,
+) -> Checker | None:
+    if tests.checker == "testlib":
+        if natives is None:
+            raise InfrastructureError("a C++ checker needs the local sandbox backend (bubblewrap)")
+        return NativeChecker(natives, tests.checker_code, session.memory_bytes)
     if tests.checker != "custom":
         return None
     if judges is None:
@@ -263,10 +266,15 @@ def _checker(tests: StdioTests, judges: JudgePool | None, session: Session, budg
 
 
 def _checked(
-    checker: Judge, session: Session, name: str, stdin: str, expected: str, actual: str, budget: Budget
+    checker: Checker, session: Session, name: str, case: StdioCase, output: bytes, budget: Budget
 ) -> CaseOutcome:
-    """The dataset's checker on one output, in the judge sandbox; its exceptions are wrong answers."""
-    message = {"op": "run", "input": stdin, "expected": expected, "output": actual}
+    """The dataset's checker on one output, in a sandbox of its own; its failures are wrong answers
+    (a C++ checker's statuses: checker.py)."""
+    if isinstance(checker, NativeChecker):  # its verdicts say "the checker" themselves
+        verdict = checker.check(case.input, case.output, output, budget.test_deadline() - time.monotonic())
+        return CaseOutcome(name, verdict.passed, verdict.reason, verdict.message)
+    actual = output.decode("utf-8", "replace")
+    message = {"op": "run", "input": case.input, "expected": case.output, "output": actual}
     verdict = checker.run(message, session, budget.test_deadline())
     if verdict.passed:
         return CaseOutcome(name, True)
@@ -283,9 +291,10 @@ def run_stdio(
     budget: Budget,
     build: NativeBuild | None = None,
     judges: JudgePool | None = None,
+    natives: CheckerSetup | None = None,
 ) -> Report:
     report = Report()
-    checker = _checker(tests, judges, session, budget)
+    checker = _checker(tests, judges, natives, session, budget)
     try:
         _run_cases(session, tests, budget, build, checker, report)
     finally:
@@ -299,27 +308,22 @@ def _run_cases(
     tests: StdioTests,
     budget: Budget,
     build: NativeBuild | None,
-    checker: Judge | None,
+    checker: Checker | None,
     report: Report,
 ) -> None:
     tolerance = budget.tolerance if tests.tolerance is None else tests.tolerance
+    compile_started = time.monotonic()
     if build is not None:
-        compile_started = time.monotonic()
-        error = prepare_binary(
-            session,
-            build.cache,
-            build.argv,
-            build.time_limit_s,
-            compile_started + build.time_limit_s + 5.0,  # waiting for a cached compile included
-            build.max_binary_bytes,
-            build.memory_bytes,
-        )
+        # waiting for the same program's compile elsewhere included
+        error = prepare_binary(session, build, compile_started + build.time_limit_s + 5.0)
         if error is not None:  # every test fails with it: the totals stay the label's
             cases = range(1, len(tests.cases) + 1)
             report.outcomes = [CaseOutcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
             return
-        # compiling is not the tests' time: the sample's budget starts after it
-        budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
+    if isinstance(checker, NativeChecker):
+        checker.prepare()  # LabelError if the label's checker does not compile
+    # compiling is not the tests' time: the sample's budget starts after it
+    budget = replace(budget, sample_deadline=budget.sample_deadline + time.monotonic() - compile_started)
     pending = list(range(len(tests.cases)))
     while pending:
         early = _skipped(report, "", budget)
@@ -351,7 +355,7 @@ def _stdio_outcome(
     session: Session,
     tests: StdioTests,
     budget: Budget,
-    checker: Judge | None,
+    checker: Checker | None,
     tolerance: float,
     name: str,
     case: StdioCase,
@@ -373,10 +377,9 @@ def _stdio_outcome(
         how = f"killed by signal {run.signal}" if run.signal else f"exit status {run.exit_code}"
         detail = last_line(run.stderr)
         return CaseOutcome(name, False, CRASH, f"{how}: {detail}" if detail else how)
-    actual = run.stdout.decode("utf-8", "replace")
     if checker is not None:
-        return _checked(checker, session, name, case.input, case.output, actual, budget)
-    mismatch = check_output(case.output, actual, tests.checker, tolerance)
+        return _checked(checker, session, name, case, run.stdout, budget)
+    mismatch = check_output(case.output, run.stdout.decode("utf-8", "replace"), tests.checker, tolerance)
     return CaseOutcome(name, mismatch is None, WRONG if mismatch else "", mismatch or "")
 
 
@@ -386,10 +389,11 @@ def run_tests(
     budget: Budget,
     judges: JudgePool | None,
     build: NativeBuild | None = None,
+    natives: CheckerSetup | None = None,
 ) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
-        return run_stdio(session, tests, budget, build, judges)
+        return run_stdio(session, tests, budget, build, judges, natives)
     if isinstance(tests, CallTests):
         return run_calls(session, tests, budget)
     if judges is None:

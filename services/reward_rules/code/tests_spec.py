@@ -43,22 +43,28 @@ class StdioTests(_Spec):
         description="non-integer number tokens match within this absolute or relative error; unset: "
         "tokens compare exactly as text (the grader's float_tolerance, 0 by default)",
     )
-    checker: Literal["tokens", "float", "lines_unordered", "yes_no", "custom"] = Field(
+    checker: Literal["tokens", "float", "lines_unordered", "yes_no", "custom", "testlib"] = Field(
         default="tokens",
         description="tokens: exact tokens per line (tolerance applies); float: tokens with tolerance "
         "(1e-6 when unset); lines_unordered: the same lines in any order; yes_no: tokens compared "
-        "case-insensitively (YES/yes/Yes); custom: `checker_code`",
+        "case-insensitively (YES/yes/Yes); custom: `checker_code` in Python; testlib: "
+        "`checker_code` in C++, a checker program",
     )
     checker_code: str = Field(
         default="",
-        description="Python defining check(input, expected, output) -> bool, the dataset's checker "
-        "(any valid answer accepted); runs in a judge sandbox, never beside the candidate",
+        description="custom: Python defining check(input, expected, output) -> bool, the dataset's "
+        "checker (any valid answer accepted), run in a judge sandbox; testlib: C++ source of a "
+        "checker program called as testlib's are (`checker input output answer`, files; exit 0 "
+        "accepted, 1 wrong answer, 2 presentation error, 3 the checker failed), compiled and run "
+        "in a sandbox of its own (testlib.h where the host has it). Never beside the candidate",
     )
 
     @model_validator(mode="after")
-    def _custom_needs_code(self) -> StdioTests:
-        if (self.checker == "custom") != bool(self.checker_code):
-            raise ValueError("checker 'custom' goes with checker_code, and checker_code with it")
+    def _checker_needs_code(self) -> StdioTests:
+        if (self.checker in ("custom", "testlib")) != bool(self.checker_code):
+            raise ValueError(
+                "checkers 'custom' and 'testlib' go with checker_code, and checker_code with them"
+            )
         return self
 
 
