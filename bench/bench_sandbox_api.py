@@ -32,7 +32,7 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.helpers import ServiceProcess, free_port  # noqa: E402
+from testkit.rules_service import reward_rules_service  # noqa: E402
 
 PY = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a * {k} + b)\n"
 CPP = (
@@ -56,7 +56,7 @@ def verl_client() -> tuple[Callable[..., tuple[Any, Any]], str]:
             memory_mb: int,
             language: str,
         ) -> tuple[Any, Any]:
-            body = {
+            body: dict[str, Any] = {
                 "compile_timeout": compile_timeout,
                 "run_timeout": run_timeout,
                 "code": code,
@@ -129,26 +129,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--languages", default="python,cpp", help="comma-separated: python, cpp")
     args = parser.parse_args()
-    http = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
-    env.update(
-        {
-            "ARBITER_REWARD_RULES__HOST": "127.0.0.1",
-            "ARBITER_REWARD_RULES__HTTP_PORT": str(http),
-            "ARBITER_REWARD_RULES__GRPC_PORT": "-1",
-            "ARBITER_LOG__LEVEL": "WARNING",
-        }
-    )
-    base = f"http://127.0.0.1:{http}"
     _, client = verl_client()
     languages = args.languages.split(",")
     work = workload(args.calls, languages)
-    with (
-        ServiceProcess(
-            [sys.executable, "-m", "services.reward_rules"], f"{base}/readyz", env=env, start_timeout_s=120
-        ),
-        tempfile.TemporaryDirectory() as directory,
-    ):
+    with reward_rules_service() as base, tempfile.TemporaryDirectory() as directory:
         url = f"{base}/run_code"
         run_served(
             url, workload(2 * VARIANTS, ["python", "cpp"]), 2 * VARIANTS

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,14 +30,13 @@ from services.reward_rules.code.session import (
     TIMEOUT,
     WRONG,
     CandidateFailure,
-    InfrastructureError,
     Session,
     last_line,
+    start_sandbox,
 )
 
 _CALL_PREFIX = b'{"op":"call",'  # how the judge's harness writes a call (compact, op first)
 _VERDICT_BYTES = 64 << 10
-START_TIMEOUT_S = 30.0
 END_TIMEOUT_S = 5.0  # for the zygote to kill the sample's processes and empty its work dir
 MAX_USES = 500  # samples a judge sandbox serves before it is replaced anyway
 
@@ -119,25 +117,13 @@ class Judge:
             self.uses, self.baseline = idle.uses, idle.baseline
             self._oom_before = idle.sandbox.oom_kills()
             return idle.sandbox
-        for attempt in range(2):
-            sandbox = self.pool.fresh(self.memory_bytes)
-            try:
-                sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
-            except SandboxError as exc:
-                self.pool.discard(sandbox)
-                if attempt or exc.kind == "timeout":
-                    raise InfrastructureError(
-                        f"judge sandbox did not start: {exc}; {sandbox.stderr_text()}"
-                    ) from exc
-                continue
-            except Exception as exc:
-                self.pool.discard(sandbox)
-                raise InfrastructureError(f"judge sandbox did not start: {exc}") from exc
-            self.uses = 0
-            self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
-            self._oom_before = sandbox.oom_kills()
-            return sandbox
-        raise AssertionError("unreachable")
+        sandbox = start_sandbox(
+            lambda: self.pool.fresh(self.memory_bytes), self.pool.discard, "judge sandbox"
+        )
+        self.uses = 0
+        self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
+        self._oom_before = sandbox.oom_kills()
+        return sandbox
 
     def close(self, healthy: bool = True) -> None:
         """Ends the sample in the judge; a judge proven clean serves the next sample."""

@@ -12,9 +12,9 @@ import base64
 import json
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from services.reward_rules.code.backends.base import SandboxLike, SandboxSource
 from services.reward_rules.code.harness import (
@@ -76,6 +76,28 @@ START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds 
 SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
 
 
+S = TypeVar("S", bound=SandboxLike)
+
+
+def start_sandbox(acquire: Callable[[], S], discard: Callable[[S], None], what: str) -> S:
+    """A sandbox from `acquire()` whose harness answered; a launch that failed fast (not a
+    timeout) is tried once more. InfrastructureError (never the program's fault) otherwise."""
+    for attempt in range(2):
+        sandbox = acquire()
+        try:
+            sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
+        except SandboxError as exc:
+            discard(sandbox)
+            if attempt or exc.kind == "timeout":
+                raise InfrastructureError(f"{what} did not start: {exc}; {sandbox.stderr_text()}") from exc
+            continue
+        except Exception as exc:  # e.g. a launch that fails before the harness runs
+            discard(sandbox)
+            raise InfrastructureError(f"{what} did not start: {exc}") from exc
+        return sandbox
+    raise AssertionError("unreachable")
+
+
 class Session:
     def __init__(
         self,
@@ -110,24 +132,11 @@ class Session:
                 raise CandidateFailure(self.failure.reason, "not run: the program kept failing")
             self.restarts_left -= 1
             self.failure = None
-        for attempt in range(2):
-            sandbox: SandboxLike = self.pool.acquire(self.memory_bytes)
-            try:
-                sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
-            except SandboxError as exc:
-                self.pool.release(sandbox)
-                if attempt or exc.kind == "timeout":
-                    raise InfrastructureError(
-                        f"sandbox did not start: {exc}; {sandbox.stderr_text()}"
-                    ) from exc
-                continue
-            except Exception as exc:  # e.g. a launch that fails before the harness runs
-                self.pool.release(sandbox)
-                raise InfrastructureError(f"sandbox did not start: {exc}") from exc
-            self.sandbox = sandbox
-            self.reusable = True
-            return sandbox
-        raise AssertionError("unreachable")
+        self.sandbox = start_sandbox(
+            lambda: self.pool.acquire(self.memory_bytes), self.pool.release, "sandbox"
+        )
+        self.reusable = True
+        return self.sandbox
 
     def _install(self, sandbox: SandboxLike, binary: bytes, deadline: float) -> None:
         try:

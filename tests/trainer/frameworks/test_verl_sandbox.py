@@ -11,15 +11,13 @@ client there is to drive.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import ServiceProcess, free_port
+from testkit.rules_service import reward_rules_service
 from tests.trainer.frameworks.test_verl import compose
 
 pytestmark = pytest.mark.framework
@@ -30,22 +28,7 @@ verl = pytest.importorskip("verl", reason="runs in .venv-verl (scripts/test-fram
 @pytest.fixture(scope="module")
 def rules_url() -> Iterator[str]:
     """`python -m services.reward_rules` on loopback: what `reward.sandbox_fusion.url` points at."""
-    http = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
-    env.update(
-        {
-            "ARBITER_REWARD_RULES__HOST": "127.0.0.1",
-            "ARBITER_REWARD_RULES__HTTP_PORT": str(http),
-            "ARBITER_REWARD_RULES__GRPC_PORT": "-1",
-            "ARBITER_REWARD_RULES__CODE__WORKERS": "4",
-            "ARBITER_LOG__LEVEL": "WARNING",
-        }
-    )
-    url = f"http://127.0.0.1:{http}"
-    process = ServiceProcess(
-        [sys.executable, "-m", "services.reward_rules"], f"{url}/readyz", env=env, start_timeout_s=120
-    )
-    with process:
+    with reward_rules_service({"ARBITER_REWARD_RULES__CODE__WORKERS": "4"}) as url:
         yield f"{url}/run_code"
 
 
