@@ -136,12 +136,11 @@ class RewardServicer:
             )
         finally:
             metrics.inflight.dec()
-            metrics.requests.labels("grpc", "Score", code).inc()
-            metrics.request_latency.labels("grpc", "Score").observe(time.monotonic() - started)
+            metrics.request_done("grpc", "Score", code, time.monotonic() - started)
             request_id_var.reset(token)
 
     async def Info(self, request: pb.InfoRequest, context: grpc.aio.ServicerContext) -> pb.GraderInfo:
-        self.engine.metrics.requests.labels("grpc", "Info", "OK").inc()
+        self.engine.metrics.request_done("grpc", "Info", "OK")
         return info_to_pb(self.engine.info)
 
 

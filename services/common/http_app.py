@@ -129,14 +129,14 @@ class KitMiddleware:
         presented = headers.get(b"authorization", b"").decode("latin-1")
         if self.token is not None and path not in OPEN_HTTP_PATHS and not authorized(presented, self.token):
             await _send_json(send, 401, _error("unauthorized", "missing or wrong bearer token"), request_id)
-            metrics.requests.labels("http", endpoint, "401").inc()
+            metrics.request_done("http", endpoint, "401")
             request_id_var.reset(token)
             return
 
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             await _send_json(send, 413, _error("body_too_large", self._too_large(int(declared))), request_id)
-            metrics.requests.labels("http", endpoint, "413").inc()
+            metrics.request_done("http", endpoint, "413")
             request_id_var.reset(token)
             return
 
@@ -182,8 +182,7 @@ class KitMiddleware:
                 await _send_json(send, 413, _error("body_too_large", self._too_large(received)), request_id)
         finally:
             metrics.inflight.dec()
-            metrics.requests.labels("http", endpoint, str(status_code)).inc()
-            metrics.request_latency.labels("http", endpoint).observe(time.monotonic() - started)
+            metrics.request_done("http", endpoint, str(status_code), time.monotonic() - started)
             request_id_var.reset(token)
 
     def _too_large(self, size: int) -> str:

@@ -7,6 +7,7 @@ process under `arbiter serve` and lets tests read exact values.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
@@ -46,6 +47,19 @@ class KitMetrics:
         )
         self.queue_depth = Gauge("arbiter_queue_depth", "Samples waiting for a batch", registry=r)
         self.inflight = Gauge("arbiter_inflight_requests", "Requests being served", registry=r)
+        self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+    def request_done(self, transport: str, endpoint: str, code: str, seconds: float | None = None) -> None:
+        """Count a request answered (and its latency): the labelled children are looked up once per
+        (transport, endpoint, code), not on every request."""
+        key = (transport, endpoint, code)
+        children = self._request_children.get(key)
+        if children is None:
+            children = (self.requests.labels(*key), self.request_latency.labels(transport, endpoint))
+            self._request_children[key] = children
+        children[0].inc()
+        if seconds is not None:
+            children[1].observe(seconds)
 
 
 class RegistryForwarder(Collector):
