@@ -13,6 +13,7 @@ object with a `query` list is rejected, by the caller, as a 400.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -139,15 +140,9 @@ def to_samples(request: OpenRLHFRequest, eos_markers: Sequence[str]) -> list[Par
 def merge_results(
     items: Sequence[ParsedItem], scored: Sequence[Result], unusable: Callable[[str], Result]
 ) -> list[Result]:
-    """One result per item, in order: `scored` for usable items, `unusable(problem)` for the rest;
-    each with the prompt-mismatch flag."""
+    """One result per item, in order: `scored` for usable items, `unusable(problem)` for the rest."""
     scored_iter = iter(scored)
-    results: list[Result] = []
-    for item in items:
-        result = next(scored_iter) if item.sample is not None else unusable(item.problem)
-        flag = {PROMPT_MISMATCH_KEY: float(item.prompt_mismatch)}
-        results.append(result.model_copy(update={"logs": {**result.logs, **flag}}))
-    return results
+    return [next(scored_iter) if item.sample is not None else unusable(item.problem) for item in items]
 
 
 def to_response(results: Sequence[Result], log_keys: Sequence[str], exact: bool = False) -> dict[str, Any]:
@@ -156,12 +151,19 @@ def to_response(results: Sequence[Result], log_keys: Sequence[str], exact: bool 
     `exact`: exactly `log_keys` (missing ones 0), for a caller that must answer the same keys on
     every call whatever came back; else `log_keys` plus any other key a result carries.
     """
-    keys = list(dict.fromkeys([*log_keys, *(() if exact else (k for r in results for k in r.logs))]))
-    return {
-        "rewards": [r.reward for r in results],
-        "scores": [r.score for r in results],
-        "extra_logs": {key: [r.logs.get(key, 0.0) for r in results] for key in keys},
-    }
+    n = len(results)
+    # Every column made at C speed, then each result's own logs written in: a gateway answers a
+    # hundred keys or more per sample, most of them zeros (this was a tenth of its CPU).
+    extra: dict[str, list[float]] = dict(zip(log_keys, map(list, itertools.repeat((0.0,) * n)), strict=False))
+    for index, result in enumerate(results):
+        for key, value in result.logs.items():
+            column = extra.get(key)
+            if column is None:
+                if exact:
+                    continue
+                column = extra[key] = [0.0] * n
+            column[index] = value
+    return {"rewards": [r.reward for r in results], "scores": [r.score for r in results], "extra_logs": extra}
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,4 +192,6 @@ class OpenRLHFBatch:
         """The OpenRLHF answer: `scored` (one per usable sample), `unusable(problem)` for the rest,
         the prompt-mismatch flag on each; `log_keys` (see to_response) always present."""
         results = merge_results(self.items, scored, unusable)
-        return to_response(results, [*log_keys, PROMPT_MISMATCH_KEY], exact)
+        answer = to_response(results, [*log_keys, PROMPT_MISMATCH_KEY], exact)
+        answer["extra_logs"][PROMPT_MISMATCH_KEY] = [float(item.prompt_mismatch) for item in self.items]
+        return answer
