@@ -1,10 +1,11 @@
 """Candidate sandboxes reused across samples, for stdio runs only, each proven clean first.
 
 A fresh sandbox costs ~40 ms of CPU from launch to removal; a C++ test run ~1.5 ms. So samples
-of stdio tests (C++ binaries, Python scripts) and `/run_code` calls reuse sandboxes the way
-judges are reused: the harness itself never runs the candidate's code there (every run is a
-fresh child process: fork+exec of a binary, or a fork that execs the script), so after a sample
-only the harness has to be shown untouched:
+of stdio tests (C++ binaries, Python scripts), C++ checker programs and `/run_code` calls reuse
+sandboxes the way judges are reused: the harness itself never runs the candidate's code there
+(every run is a fresh child process: a spawn of the binary, or a fork that runs the script), so
+after a sample only the harness has to be shown untouched (between the tests of one sample the
+harness itself kills every other process and empties the work dir: harness.stdio_batch):
 
 - sealed before the sandbox's first program: the harness is undumpable (a run's processes, the
   same uid, cannot open its /proc/pid/mem or fds; ptrace is refused by the seccomp filter) and
