@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.reward_rules.code import CodeGrader
+from services.reward_rules.code import CodeConfig, CodeGrader
 from tests.reward_rules.code_fixtures import (
     assert_clean,
     asserts,
@@ -331,3 +332,20 @@ def test_files_of_one_test_are_gone_for_the_next(code_grader: CodeGrader) -> Non
     (result,) = score(code_grader, stdio(program, cases))
     assert result.reward == 1.0, result.detail
     _healthy_after(code_grader)
+
+
+def test_a_run_cannot_reach_into_the_harness_even_unsealed() -> None:
+    """Without sandbox reuse (no seal), the harness still makes itself undumpable before the first
+    run: a test's process cannot open its memory or its fds to change how a later test is judged
+    or to write replies on its pipe."""
+    program = (
+        "import os\nfound = []\nfor path in ('mem', 'fd/0', 'fd/1', 'fd/3', 'fd/4'):\n"
+        "    try:\n        os.close(os.open(f'/proc/{os.getppid()}/{path}', os.O_RDWR))\n        found.append(path)\n"
+        "    except OSError:\n        pass\nprint(' '.join(found) or 'refused')\n"
+    )
+    grader = CodeGrader(CodeConfig(workers=1, warm_sandboxes=1, reuse_sandboxes=False))
+    try:
+        (result,) = score(grader, stdio(program, [("", "refused\n"), ("", "refused\n")]))
+        assert result.reward == 1.0, result.detail
+    finally:
+        asyncio.run(grader.aclose())

@@ -575,11 +575,21 @@ class Harness:
                 }
         return self.compiled, None
 
+    def _protect(self) -> None:
+        """Undumpable before the first run, sealed or not: a run's processes (the same uid) cannot
+        then open this process's memory or fds (/proc/pid/mem, /proc/pid/fd) to rewrite how it
+        judges a later run of the sample, or write frames on its pipe."""
+        if not self.undumpable:
+            self.undumpable = _undumpable()
+            if self.undumpable and not _SEALED:
+                _SEALED.append(True)
+
     def stdio(self, request: dict[str, Any]) -> dict[str, Any]:
         """Runs the program as __main__ in a fresh child on one input; reports its exit and output.
 
         A binary may get `files` beside it and `args` (a checker: `input output answer`); the
         work dir is emptied after such a run."""
+        self._protect()
         if request.get("binary"):
             if self.program is None:
                 return _NO_PROGRAM
@@ -606,6 +616,7 @@ class Harness:
         `max_timeouts` timed-out runs the rest are not run. A work dir that cannot be emptied
         ends the batch: the rest are answered `dirty` (the trusted side starts a fresh sandbox).
         """
+        self._protect()
         if request.get("data") is not None:
             self._keep_program(b64decode(request["data"]))
         compiled, failed, executable = None, None, None
