@@ -212,3 +212,15 @@ def test_a_memory_kill_fails_only_its_own_test(grader: CodeGrader) -> None:
     label["memory_limit_mb"] = 64
     (result,) = score(grader, Sample(response=sample.response, label=json.dumps(label)))
     assert result.score == 0.5 and "case 1: memory limit" in result.detail, result.detail
+
+
+def test_large_inputs_go_in_several_requests(grader: CodeGrader) -> None:
+    """Inputs of a sample over a MiB go to the sandbox a few at a time (the harness holds a request's
+    inputs while it runs them); every test still gets its verdict, in order."""
+    program = '#include <cstdio>\nint main() { long long x, s = 0; while (scanf("%lld", &x) == 1) s += x; printf("%lld\\n", s); }\n'
+    cases = []
+    for k in range(4):
+        numbers = [k * 1000 + i for i in range(120_000)]  # ~0.8 MB each
+        cases.append((" ".join(map(str, numbers)) + "\n", f"{sum(numbers) + (k == 2)}\n"))
+    (result,) = score(grader, cpp(program, cases))
+    assert result.score == 0.75 and "case 3: wrong answer" in result.detail, result.detail

@@ -332,7 +332,7 @@ def _run_cases(
             return
         inputs = [
             (tests.cases[i].input, _output_bound(tests.cases[i].output, budget.max_output_bytes))
-            for i in pending
+            for i in _batch(tests, pending)
         ]
         max_timeouts = budget.max_timeouts - report.count(TIMEOUT)
         done = 0
@@ -349,6 +349,21 @@ def _run_cases(
             report.outcomes += [_failure_outcome(f"case {index + 1}", exc) for index in pending[done:]]
             return
         pending = pending[done:]
+
+
+BATCH_INPUT_BYTES = 1 << 20  # the inputs of one request: the harness holds them while it runs them
+
+
+def _batch(tests: StdioTests, pending: list[int]) -> list[int]:
+    """The next tests to send in one request: as many as fit in BATCH_INPUT_BYTES (one at least),
+    so that a label's large inputs do not sit in the sandbox's memory beside the runs."""
+    size, count = 0, 0
+    for index in pending:
+        size += len(tests.cases[index].input)
+        if count and size > BATCH_INPUT_BYTES:
+            break
+        count += 1
+    return pending[:count]
 
 
 def _stdio_outcome(
