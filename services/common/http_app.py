@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
-from services.common.auth import OPEN_HTTP_PATHS, authorized
+from services.common.auth import OPEN_HTTP_PATHS, PathTokenRouter, authorized, authorized_path
 from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
 from services.common.engine import ScoringEngine
 from services.common.fleet import WORKERS_HEADER, FleetScope, merge_metrics
@@ -106,11 +106,19 @@ def _is_json(headers: dict[bytes, bytes]) -> bool:
 class KitMiddleware:
     """Pure ASGI (no per-request task): request id, body size limit, request metrics."""
 
-    def __init__(self, app: ASGIApp, engine: ScoringEngine, max_body_bytes: int, token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        engine: ScoringEngine,
+        max_body_bytes: int,
+        token: str | None,
+        path_token_prefixes: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.engine = engine
         self.max_body = max_body_bytes
         self.token = token
+        self.path_token_prefixes = path_token_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -127,7 +135,12 @@ class KitMiddleware:
         response_started = False
 
         presented = headers.get(b"authorization", b"").decode("latin-1")
-        if self.token is not None and path not in OPEN_HTTP_PATHS and not authorized(presented, self.token):
+        if (
+            self.token is not None
+            and path not in OPEN_HTTP_PATHS
+            and not authorized(presented, self.token)
+            and not authorized_path(path, self.path_token_prefixes, self.token)
+        ):
             await _send_json(send, 401, _error("unauthorized", "missing or wrong bearer token"), request_id)
             metrics.request_done("http", endpoint, "401")
             request_id_var.reset(token)
@@ -415,5 +428,12 @@ def build_http_app(
 
     for router in routers:
         app.include_router(router)
-    app.add_middleware(KitMiddleware, engine=engine, max_body_bytes=server.max_body_bytes, token=token)
+    prefixes = tuple(r.token_prefix for r in routers if isinstance(r, PathTokenRouter))
+    app.add_middleware(
+        KitMiddleware,
+        engine=engine,
+        max_body_bytes=server.max_body_bytes,
+        token=token,
+        path_token_prefixes=prefixes,
+    )
     return app

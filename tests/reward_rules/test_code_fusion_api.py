@@ -115,3 +115,35 @@ async def test_unsupported_requests_are_clear_errors(rules: GraderServer) -> Non
     body["files"] = {"data.txt": "aGk="}
     files = await run_code(rules, body)
     assert files["status"] == "SandboxError" and "files" in files["message"]
+
+
+async def test_with_a_token_run_code_takes_it_in_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """veRL sends no Authorization header: a service with a token serves /run_code/<token>, and
+    only with that token; every other route still wants the header."""
+    monkeypatch.setenv("ARBITER_TEST_RUN_CODE_TOKEN", "s3cret-token")
+    settings = ArbiterSettings.model_validate(
+        {
+            "reward_rules": {
+                "host": "127.0.0.1",
+                "http_port": 0,
+                "grpc_port": -1,
+                "auth_token_env": "ARBITER_TEST_RUN_CODE_TOKEN",
+                "code": {"workers": 1, "warm_sandboxes": 1},
+            }
+        }
+    )
+    body = verl_body("print(6 * 7)")
+    async with make_server("reward_rules", settings) as server, httpx.AsyncClient() as client:
+        base = server.http_url
+        ok = await client.post(f"{base}/run_code/s3cret-token", json=body, timeout=60)
+        assert ok.status_code == 200 and ok.json()["run_result"]["stdout"] == "42\n", ok.text
+        for path in ("/run_code", "/run_code/wrong", "/run_code/s3cret-token/x", "/run_code/s3cret-tokenx"):
+            denied = await client.post(f"{base}{path}", json=body, timeout=60)
+            assert denied.status_code == 401, (path, denied.text)
+        header = {"Authorization": "Bearer s3cret-token"}
+        assert (
+            await client.post(f"{base}/run_code", json=body, headers=header, timeout=60)
+        ).status_code == 200
+        score = {"samples": [{"prompt": "", "response": "42", "label": "42"}]}
+        assert (await client.post(f"{base}/v1/score/s3cret-token", json=score)).status_code == 401
+        assert (await client.post(f"{base}/v1/score", json=score)).status_code == 401

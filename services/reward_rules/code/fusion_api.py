@@ -28,6 +28,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.common.auth import PathTokenRouter
 from services.common.grader import Grader
 from services.reward_rules.code.grader import LANGUAGES, CodeGrader
 from services.reward_rules.code.native import NativeBuild, prepare_binary
@@ -170,15 +171,18 @@ def code_grader_of(grader: Grader) -> CodeGrader | None:
 
 
 def fusion_router(grader: Grader) -> APIRouter:
-    """`POST /run_code` (SandboxFusion's), backed by `grader`'s code sandboxes."""
-    router = APIRouter()
+    """`POST /run_code` (SandboxFusion's), backed by `grader`'s code sandboxes; also as
+    `POST /run_code/<token>` for a service with a token (veRL sends no Authorization header: its
+    URL carries the token; the kit's middleware checks it, as it checks the header elsewhere)."""
+    router = PathTokenRouter(token_prefix="/run_code/")
     code = code_grader_of(grader)
     runner = FusionRunner(code) if code is not None else None
 
-    @router.post("/run_code")
     async def run_code(request: RunCodeRequest) -> JSONResponse:
         if runner is None:
             return JSONResponse(sandbox_error("this service has no code sandbox (see its log)"))
         return JSONResponse(await runner.grader.run_blocking(runner.run, request))
 
+    router.add_api_route("/run_code", run_code, methods=["POST"])
+    router.add_api_route("/run_code/{token}", run_code, methods=["POST"], include_in_schema=False)
     return router
