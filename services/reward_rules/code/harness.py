@@ -1132,9 +1132,13 @@ def _wipe(directory: str) -> bool:
     """Empties the work dir (what a run or label code wrote); False if something could not be removed.
 
     Iterative (a deep tree cannot exhaust the stack), and every directory is made writable and
-    searchable before it is listed: a `chmod 000` directory is emptied like any other.
+    searchable before it is listed: a `chmod 000` directory is emptied like any other. The work
+    dir itself outlives the wipe, so its ACLs go too: a default ACL there (`user::---`, set by a
+    run that owns the dir) gave every file made in it later, the next test's stdin or a C++
+    source, the modes it names: unreadable, for the rest of the sample and, in a reused sandbox,
+    for every later sample (a compile error in the compile cache for a correct program).
     """
-    clean = True
+    clean = _no_acls(directory)
     stack = [(directory, False)]
     while stack:
         path, emptied = stack.pop()
@@ -1166,6 +1170,23 @@ def _wipe(directory: str) -> bool:
             except OSError:
                 clean = False
     return clean
+
+
+_ACLS = ("system.posix_acl_default", "system.posix_acl_access")
+
+
+def _no_acls(directory: str) -> bool:
+    """Removes the directory's POSIX ACLs; False if one is left (other xattrs, such as an LSM's
+    labels, are not the run's to set and stay)."""
+    for name in _ACLS:
+        try:
+            os.removexattr(directory, name)
+        except OSError as exc:
+            if exc.errno not in (61, 95):  # ENODATA: none set; EOPNOTSUPP: no ACLs on this fs
+                return False
+        except AttributeError:  # no xattr calls on this platform: no ACLs either
+            return True
+    return True
 
 
 def _short(exc: BaseException) -> str:

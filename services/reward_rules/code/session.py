@@ -313,7 +313,12 @@ class Session:
         return run
 
     def stdio_batch(
-        self, inputs: list[tuple[str, int]], time_limit_s: float, budget_deadline: float, max_timeouts: int
+        self,
+        inputs: list[tuple[str, int]],
+        time_limit_s: float,
+        budget_deadline: float,
+        max_timeouts: int,
+        output_cap: int,
     ) -> Iterator[StdioRun | CandidateFailure | str]:
         """Runs the program on each `(stdin, max_output)` in turn, in one sandbox, each in a fresh
         process; yields one outcome per input, in order, as each finishes (the caller may judge one
@@ -325,6 +330,11 @@ class Session:
         A local sandbox gets the whole batch in one request and answers a frame per run (the
         harness keeps the same limits: harness.stdio_batch); each frame must come within
         `time_limit_s` and the supervision slack of the one before, the last by the budget.
+
+        Each input's `max_output` is applied here; the harness stops a run only past `output_cap`,
+        the same for every run. A bound made from the expected output (its length) never goes into
+        the sandbox: a Python run is a fork of the harness and reads what the harness was sent, so
+        a yes/no problem's bound told its answer (`YES\\n` is 4 bytes, `NO\\n` 3).
         """
         sandbox = self._start()
         if not isinstance(sandbox, Sandbox):
@@ -333,7 +343,7 @@ class Session:
         message: dict[str, Any] = {
             "op": "stdio_batch",
             "inputs": [stdin for stdin, _ in inputs],
-            "max_output_bytes": [max_output for _, max_output in inputs],
+            "max_output_bytes": [max(output_cap, max_output) for _, max_output in inputs],
             "time_limit_s": time_limit_s,
             "budget_s": max(budget_deadline - time.monotonic(), 0.0),
             "max_timeouts": max_timeouts,
@@ -358,9 +368,9 @@ class Session:
                 return
             self._installed = sandbox
             last = time.monotonic() + (SUPERVISION_SLACK_S if "data" in message else 0.0)
-            for _, max_output in inputs:
+            for index, (_, max_output) in enumerate(inputs):
                 deadline = min(last + time_limit_s, budget_deadline) + SUPERVISION_SLACK_S
-                frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY
+                frame = (message["max_output_bytes"][index] + 4096) * 4 // 3 + _SMALL_REPLY
                 try:
                     reply = parse_frame(sandbox.receive_raw(deadline, frame))
                 except SandboxError as exc:
@@ -419,12 +429,13 @@ class Session:
 
     @staticmethod
     def _stdio_run(reply: dict[str, Any], max_output: int) -> StdioRun:
+        stdout = base64.b64decode(reply["stdout"], validate=True)
         return StdioRun(
             exit_code=int(reply["exit"]),
             signal=int(reply["signal"]),
             timeout=bool(reply["timeout"]),
-            output_limit=bool(reply["output_limit"]),
+            output_limit=bool(reply["output_limit"]) or len(stdout) > max_output,
             memory_killed=False,
-            stdout=base64.b64decode(reply["stdout"], validate=True)[: max_output + 1],
+            stdout=stdout[: max_output + 1],
             stderr=base64.b64decode(reply["stderr"], validate=True)[-4096:],
         )

@@ -337,7 +337,9 @@ def _run_cases(
         max_timeouts = budget.max_timeouts - report.count(TIMEOUT)
         done = 0
         try:
-            runs = session.stdio_batch(inputs, budget.time_limit_s, budget.sample_deadline, max_timeouts)
+            runs = session.stdio_batch(
+                inputs, budget.time_limit_s, budget.sample_deadline, max_timeouts, budget.max_output_bytes
+            )
             for run in runs:
                 case, (_, max_output) = tests.cases[pending[done]], inputs[done]
                 name = f"case {pending[done] + 1}"

@@ -1,0 +1,172 @@
+"""Red-team attacks on the stdio path (one request per sample, runs spawned from a sealed memfd,
+sandboxes reused across samples, C++ checker programs), each through the public grader.
+
+The candidate is the adversary: it wants reward 1 for a wrong answer, or a status other than OK
+(the fallback reward) where it deserved 0, or to hurt later tests, later samples in a reused
+sandbox, or other samples. Every test asserts the verdict it deserves."""
+
+# ruff: noqa: E501  (programs stay one string per line of intent)
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from services.common.contract import Sample, Status
+from services.reward_rules.code import CodeConfig, CodeGrader
+from tests.reward_rules.code_fixtures import assert_clean, fenced, score, stdio
+
+needs_cxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (Debian g++)")
+
+ADD = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
+ADD_CPP = '#include <bits/stdc++.h>\nint main() { long long a, b; std::cin >> a >> b; std::cout << a + b << "\\n"; }\n'
+
+
+def cpp(program: str, cases: list[tuple[str, str]], **label: Any) -> Sample:
+    spec = {"kind": "stdio", "cases": [{"input": i, "output": o} for i, o in cases]}
+    body = {"grader": "code", "language": "cpp", "tests": spec, "time_limit_s": 2.0, **label}
+    return Sample(response=f"Here:\n```cpp\n{program}```\n", label=json.dumps(body))
+
+
+def checked(program: str, checker: str, cases: list[tuple[str, str]], **label: Any) -> Sample:
+    """A Python program judged by a C++ checker program (`checker input output answer`)."""
+    spec = {
+        "kind": "stdio",
+        "cases": [{"input": i, "output": o} for i, o in cases],
+        "checker": "testlib",
+        "checker_code": checker,
+    }
+    return Sample(response=fenced(program), label=json.dumps({"grader": "code", "tests": spec, **label}))
+
+
+@pytest.fixture(scope="module")
+def grader() -> Iterator[CodeGrader]:
+    """One worker: a sample gets the sandbox the last one left (when it was proven clean)."""
+    grader = CodeGrader(
+        CodeConfig(
+            workers=1, warm_sandboxes=1, time_limit_s=2.0, memory_limit_mb=256, compile_time_limit_s=20.0
+        )
+    )
+    yield grader
+    asyncio.run(grader.aclose())
+
+
+# ---------------------------------------------------------------- what a run can learn
+
+
+YES_NO = [("1\n", "YES\n"), ("2\n", "NO\n"), ("3\n", "NO\n"), ("4\n", "YES\n"), ("5\n", "YES\n")]
+LENGTH_ORACLE = (
+    "import gc, sys\n"
+    "bound = None\n"
+    "frame = sys._getframe()\n"
+    "while frame is not None and bound is None:\n"
+    "    request = frame.f_locals.get('request')\n"
+    "    if isinstance(request, dict) and isinstance(request.get('max_output_bytes'), int):\n"
+    "        bound = request['max_output_bytes']\n"
+    "    frame = frame.f_back\n"
+    "length = (bound - (1 << 20)) // 2 if bound else 0\n"
+    "print('YES' if length == 4 else 'NO')\n"
+)
+
+
+def test_a_run_learns_nothing_of_the_expected_output(grader: CodeGrader) -> None:
+    """A Python run is a fork of the harness, so it can read everything the harness was sent. The
+    output bound of each test (a function of the expected output's length) told a yes/no problem's
+    answer: `YES\\n` is 4 bytes, `NO\\n` 3. The answers here do not follow from the inputs."""
+    (result,) = score(grader, stdio(LENGTH_ORACLE, YES_NO))
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+
+
+def test_an_output_over_a_test_s_bound_is_still_an_output_limit(grader: CodeGrader) -> None:
+    """The bound is applied by the grader now (not sent in): a flood past it is still its verdict."""
+    flood = "import sys\nsys.stdout.write('3\\n' + 'x' * (3 << 20))\n"
+    (result,) = score(grader, stdio(flood, [("1 2\n", "3\n")]))
+    assert result.reward == 0.0 and "output limit" in result.detail, result.detail
+    (result,) = score(grader, stdio(ADD, [("1 2\n", "3\n"), ("5 6\n", "11\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+FORGER = (
+    "import base64, json, os, struct, sys\n"
+    "def frame(stdout):\n"
+    "    body = json.dumps({'ok': True, 'exit': 0, 'signal': 0, 'timeout': False, 'output_limit': False,\n"
+    "                       'stdout': base64.b64encode(stdout).decode(), 'stderr': ''}).encode()\n"
+    "    return struct.pack('>I', len(body)) + body\n"
+    "if sys.stdin.read().strip() == '1':\n"
+    "    forged = frame(b'1\\n') + frame(b'YES\\n') * 4\n"
+    "    for pid in ('self', str(os.getppid()), '1'):\n"
+    "        for fd in range(3 if pid == 'self' else 0, 64):\n"
+    "            try:\n"
+    "                handle = os.open(f'/proc/{pid}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+    "            except OSError:\n"
+    "                continue\n"
+    "            try:\n"
+    "                os.write(handle, forged)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "            os.close(handle)\n"
+    "    for fd in range(3, 1024):\n"
+    "        try:\n"
+    "            os.write(fd, forged)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    print(1)\n"
+    "else:\n"
+    "    print('NO')\n"
+)
+
+
+def test_frames_a_run_writes_are_never_read_as_replies(grader: CodeGrader) -> None:
+    """Test 1 writes reply frames (test 2 passed with YES) into every fd it can reach, its own,
+    the harness's and pid 1's; test 2 prints NO. Only the harness's own frames count."""
+    (result,) = score(grader, stdio(FORGER, [("1\n", "1\n"), ("2\n", "YES\n"), ("3\n", "YES\n")]))
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+    assert "case 2: wrong answer" in result.detail, result.detail
+
+
+# ---------------------------------------------------------------- what a run can leave behind
+
+DEFAULT_ACL = (
+    "import os, struct\n"
+    "entries = ((0x01, 0), (0x04, 0), (0x20, 0))  # user::--- group::--- other::---\n"
+    "acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, perm, 0xFFFFFFFF) for tag, perm in entries)\n"
+    "for path in ('.', '/tmp'):\n"
+    "    try:\n"
+    "        os.setxattr(path, 'system.posix_acl_default', acl)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "a, b = map(int, open(0).read().split())\n"
+    "print(a + b)\n"
+)
+
+
+def test_a_default_acl_on_the_work_dir_reaches_no_later_test(grader: CodeGrader) -> None:
+    """A default ACL on the work dir survives emptying it: every file the harness made there later
+    (the next test's stdin, a C++ source) came out unreadable, and the next test crashed."""
+    (result,) = score(grader, stdio(DEFAULT_ACL, [("1 2\n", "3\n"), ("5 6\n", "11\n"), ("7 8\n", "15\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+@needs_cxx
+def test_a_default_acl_on_the_work_dir_reaches_no_later_sample(grader: CodeGrader) -> None:
+    """In a reused sandbox the ACL outlived the sample: every later sample's runs crashed, and a
+    later C++ compile failed (its source unreadable) into the compile cache, for every sample of
+    that program."""
+    assert grader._stdio is not None
+    for _ in range(2):
+        (result,) = score(grader, stdio(DEFAULT_ACL, [("1 2\n", "3\n")]))
+        assert result.reward == 1.0, result.detail
+        reused = grader._stdio.reused
+        (result,) = score(grader, stdio(ADD, [("1 2\n", "3\n")]))
+        assert result.reward == 1.0, result.detail
+        (result,) = score(grader, stdio(DEFAULT_ACL, [("1 2\n", "3\n")]))
+        program = ADD_CPP.replace("int main()", "int unique_to_the_acl_test() { return 7; }\nint main()")
+        (result,) = score(grader, cpp(program, [("1 2\n", "3\n")]))
+        assert result.reward == 1.0 and result.logs["code/compile_error"] == 0.0, result.detail
+        assert grader._stdio.reused > reused  # the samples did run in the sandbox the ACL sample left
+    assert_clean(grader)
