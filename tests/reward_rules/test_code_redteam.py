@@ -170,3 +170,52 @@ def test_a_default_acl_on_the_work_dir_reaches_no_later_sample(grader: CodeGrade
         assert result.reward == 1.0 and result.logs["code/compile_error"] == 0.0, result.detail
         assert grader._stdio.reused > reused  # the samples did run in the sandbox the ACL sample left
     assert_clean(grader)
+
+
+# ---------------------------------------------------------------- checker programs
+
+# Input: "<ms to accept> <ms to fail>". FAIL (testlib's 3) on the output "better" (a participant's
+# answer better than the jury's); else accepts the label's answer after sleeping, as a slow checker.
+SLOW_CHECKER = r"""
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+int main(int argc, char** argv) {
+  std::ifstream in(argv[1]), out(argv[2]), ans(argv[3]);
+  long accept_ms = 0, fail_ms = 0; in >> accept_ms >> fail_ms;
+  std::string o, a; out >> o; ans >> a;
+  if (o == "better") { std::this_thread::sleep_for(std::chrono::milliseconds(fail_ms)); return 3; }
+  if (o != a) return 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(accept_ms));
+  return 0;
+}
+"""
+
+
+@needs_cxx
+def test_a_spent_budget_cannot_turn_a_checker_failure_into_a_bad_label() -> None:
+    """The program sleeps through most of the sample's budget, then prints what makes the checker
+    FAIL. The re-run on the label's own answer got only what was left of the budget, timed out,
+    and the sample became INVALID_INPUT (the fallback reward) instead of a wrong answer."""
+    grader = CodeGrader(
+        CodeConfig(workers=1, warm_sandboxes=1, sample_budget_s=2.5, compile_time_limit_s=20.0)
+    )
+    program = "import time\ntime.sleep(1.8)\nprint('better')\n"
+    try:
+        (result,) = score(grader, checked(program, SLOW_CHECKER, [("1000 0\n", "slow\n")], time_limit_s=2.0))
+    finally:
+        asyncio.run(grader.aclose())
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+    assert "wrong answer" in result.detail or "timeout" in result.detail, result.detail
+
+
+@needs_cxx
+def test_a_slow_checker_does_not_time_out_the_next_test(grader: CodeGrader) -> None:
+    """Judging test 1 takes two slow checker runs (a FAIL, then the label's answer) while test 2
+    ran long ago; test 2's reply waited in the pipe, and was no timeout of the program's."""
+    program = "import sys\nprint('better' if sys.stdin.read().split()[0] == '1900' else 'fine')\n"
+    cases = [("1900 1900\n", "slow\n"), ("0 0\n", "fine\n")]
+    (result,) = score(grader, checked(program, SLOW_CHECKER, cases, time_limit_s=2.0))
+    assert result.status is Status.OK and result.score == 0.5, result.detail
+    assert "case 1: wrong answer" in result.detail, result.detail

@@ -10,9 +10,13 @@ the candidate: the candidate's output goes in as a file, the verdict comes back 
 Exit statuses are testlib's: 0 accepted; 1 wrong answer; 2 presentation error (a wrong answer
 too); 3 the checker failed (testlib's FAIL: a jury error, such as a participant's answer better
 than the jury's). A FAIL is put to the test: the checker runs again with the label's own answer as
-the output. If it accepts that, the candidate's output caused the FAIL: a wrong answer. If not, the
-label is broken: INVALID_INPUT, whatever the candidate printed (so a candidate cannot turn its
-wrong answer into an unscored sample by making a sloppy checker fail). Any other status, a crash,
+the output, with the test's whole time limit (not what is left of the sample's budget, which the
+candidate spends: a run that slept through it left a re-run too little time to finish). If it
+accepts that, the candidate's output caused the FAIL: a wrong answer. If it finishes and does not,
+the label is broken: INVALID_INPUT, whatever the candidate printed (so a candidate cannot turn its
+wrong answer into an unscored sample by making a sloppy checker fail). A re-run that does not
+finish (a timeout: the candidate's next test runs meanwhile and may take the CPUs; its sandbox
+failing) proves nothing against the label: the FAIL stays a wrong answer. Any other status, a crash,
 or a timeout or memory kill on the candidate's output fails that test (wrong answer, timeout,
 memory limit): breaking the checker never passes a test. A checker that does not compile is the
 label's error (INVALID_INPUT); a missing compiler, or a testlib.h the host lacks, the grader's
@@ -70,8 +74,9 @@ class CheckerSetup:
 class NativeChecker:
     """One sample's checker program: compiled once (`prepare`), then run on each test's output."""
 
-    def __init__(self, setup: CheckerSetup, code: str, memory_bytes: int) -> None:
+    def __init__(self, setup: CheckerSetup, code: str, memory_bytes: int, time_limit_s: float) -> None:
         self.setup = setup
+        self.time_limit_s = time_limit_s  # a test's: what a re-run on the label's answer gets
         self.session = Session(setup.source, code, memory_bytes, setup.max_restarts, "__main__")
 
     def prepare(self) -> None:
@@ -114,14 +119,21 @@ class NativeChecker:
         if run.exit_code == PRESENTATION_ERROR:
             return Verdict(False, WRONG, f"the checker: presentation error{': ' + said if said else ''}")
         if run.exit_code == FAIL:
-            if self._accepts_its_answer(stdin, expected, time_limit_s):
+            accepted = self._accepts_its_answer(stdin, expected)
+            if accepted is None:
+                unproven = "the checker failed on this output (and did not finish on the label's answer)"
+                return Verdict(False, WRONG, f"{unproven}: {said}")
+            if accepted:
                 return Verdict(False, WRONG, f"the checker failed on this output: {said}")
             raise LabelError(f"the checker fails on the label's own answer: {said or 'exit status 3'}")
         return Verdict(False, WRONG, f"the checker: exit status {run.exit_code}{': ' + said if said else ''}")
 
-    def _accepts_its_answer(self, stdin: str, expected: str, time_limit_s: float) -> bool:
-        run = self._run(stdin, expected.encode("utf-8", "surrogateescape"), expected, time_limit_s)
-        return isinstance(run, StdioRun) and not (run.timeout or run.signal or run.exit_code)
+    def _accepts_its_answer(self, stdin: str, expected: str) -> bool | None:
+        """Whether the checker accepts the label's own answer; None when the run did not finish."""
+        run = self._run(stdin, expected.encode("utf-8", "surrogateescape"), expected, self.time_limit_s)
+        if isinstance(run, Verdict) or run.timeout:
+            return None
+        return not (run.signal or run.exit_code)
 
     def _run(self, stdin: str, output: bytes, expected: str, time_limit_s: float) -> StdioRun | Verdict:
         files = {

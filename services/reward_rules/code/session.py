@@ -329,7 +329,8 @@ class Session:
 
         A local sandbox gets the whole batch in one request and answers a frame per run (the
         harness keeps the same limits: harness.stdio_batch); each frame must come within
-        `time_limit_s` and the supervision slack of the one before, the last by the budget.
+        `time_limit_s` and the supervision slack of the one before, the last by the budget (or
+        within the slack of the caller's asking for it, when judging the one before took longer).
 
         Each input's `max_output` is applied here; the harness stops a run only past `output_cap`,
         the same for every run. A bound made from the expected output (its length) never goes into
@@ -369,7 +370,11 @@ class Session:
             self._installed = sandbox
             last = time.monotonic() + (SUPERVISION_SLACK_S if "data" in message else 0.0)
             for index, (_, max_output) in enumerate(inputs):
-                deadline = min(last + time_limit_s, budget_deadline) + SUPERVISION_SLACK_S
+                # Never before the slack from now: the caller judges a run (a checker, twice on a
+                # FAIL; a checker sandbox's start) while the next runs, and a frame already waiting
+                # when it asks is no timeout of the program's (the harness times each run itself).
+                due = max(min(last + time_limit_s, budget_deadline), time.monotonic())
+                deadline = due + SUPERVISION_SLACK_S
                 frame = (message["max_output_bytes"][index] + 4096) * 4 // 3 + _SMALL_REPLY
                 try:
                     reply = parse_frame(sandbox.receive_raw(deadline, frame))

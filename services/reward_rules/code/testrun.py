@@ -251,7 +251,7 @@ def _checker(
     if tests.checker == "testlib":
         if natives is None:
             raise InfrastructureError("a C++ checker needs the local sandbox backend (bubblewrap)")
-        return NativeChecker(natives, tests.checker_code, session.memory_bytes)
+        return NativeChecker(natives, tests.checker_code, session.memory_bytes, budget.time_limit_s)
     if tests.checker != "custom":
         return None
     if judges is None:
