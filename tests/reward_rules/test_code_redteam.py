@@ -19,7 +19,7 @@ import pytest
 
 from services.common.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
-from tests.reward_rules.code_fixtures import assert_clean, fenced, score, stdio
+from tests.reward_rules.code_fixtures import assert_clean, check, fenced, score, stdio
 
 needs_cxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (Debian g++)")
 
@@ -219,3 +219,55 @@ def test_a_slow_checker_does_not_time_out_the_next_test(grader: CodeGrader) -> N
     (result,) = score(grader, checked(program, SLOW_CHECKER, cases, time_limit_s=2.0))
     assert result.status is Status.OK and result.score == 0.5, result.detail
     assert "case 1: wrong answer" in result.detail, result.detail
+
+
+# ---------------------------------------------------------------- the memory killer's choice
+
+OOM_SCORE_CPP = '#include <cstdio>\nint main() { FILE* f = fopen("/proc/self/oom_score_adj", "r"); int v = -1; if (f) fscanf(f, "%d", &v); printf("%d\\n", v); }\n'
+HARNESS_OOM_SCORE = (
+    "import os\n"
+    "path = f'/proc/{os.getppid()}/oom_score_adj'\n"
+    "before = open(path).read()\n"
+    "for fd in range(64):\n"
+    "    try:\n"
+    "        if os.readlink(f'/proc/self/fd/{fd}').endswith('oom_score_adj'):\n"
+    "            os.pwrite(fd, b'1000', 0)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "try:\n"
+    "    with open(path, 'w') as handle:\n"
+    "        handle.write('1000')\n"
+    "except OSError:\n"
+    "    pass\n"
+    "print('unchanged' if open(path).read() == before else 'changed')\n"
+)
+
+
+@needs_cxx
+def test_a_spawned_run_is_the_memory_killer_s_first_choice(grader: CodeGrader) -> None:
+    """A sealed harness (a reusable sandbox) could not open its own oom_score_adj (its /proc files
+    are root's once it is undumpable): C++ runs kept its 0, and a program spread over many small
+    processes got the harness killed instead of itself."""
+    (result,) = score(grader, cpp(OOM_SCORE_CPP, [("", "1000\n"), ("", "1000\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+@needs_cxx
+def test_a_python_run_cannot_change_the_harness_s_oom_score(grader: CodeGrader) -> None:
+    """The harness holds its oom_score_adj open (for spawns); a Python run, a fork of it, does not."""
+    (result,) = score(grader, cpp(OOM_SCORE_CPP, [("", "1000\n")]))
+    assert result.reward == 1.0, result.detail
+    (result,) = score(grader, stdio(HARNESS_OOM_SCORE, [("", "unchanged\n"), ("", "unchanged\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+def test_label_code_is_the_memory_killer_s_first_choice_in_its_judge(grader: CodeGrader) -> None:
+    """A judge's zygote is undumpable before its first fork, so its children (label code, holding
+    what the candidate returned) could not set their oom_score_adj: they kept the zygote's."""
+    test = (
+        "def check(candidate):\n    assert candidate(1) == 1\n"
+        "    assert open('/proc/self/oom_score_adj').read().strip() == '1000'\n"
+    )
+    for _ in range(2):  # the second sample in the judge's zygote, once it is sealed
+        (result,) = score(grader, check("def f(x):\n    return x\n", "f", test))
+        assert result.reward == 1.0, result.detail

@@ -401,6 +401,7 @@ class Harness:
         processes, same uid, cannot open its /proc/pid/mem or fds) and notes what they could still
         change about it (nice, scheduling, affinity, rlimits), for `reset` to compare."""
         if not self.zygote:
+            _oom_adjust(None)  # its fd opened while it can be: spawned runs take 1000 from it
             self.undumpable = _undumpable()
             self.sealed = _attributes()
             _SEALED.append(True)
@@ -580,6 +581,7 @@ class Harness:
         then open this process's memory or fds (/proc/pid/mem, /proc/pid/fd) to rewrite how it
         judges a later run of the sample, or write frames on its pipe."""
         if not self.undumpable:
+            _oom_adjust(None)  # its fd opened while it can be: spawned runs take 1000 from it
             self.undumpable = _undumpable()
             if self.undumpable and not _SEALED:
                 _SEALED.append(True)
@@ -664,7 +666,7 @@ class Harness:
         if executable is None:
             pid = os.fork()
             if pid == 0:
-                _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r))
+                _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1]))
         else:
             if type(executable) is int:
                 executable = "/proc/self/fd/" + str(executable)  # the spawned process's own copy
@@ -705,7 +707,11 @@ def _write_new(name: str, data: bytes, mode: int = 0o600) -> None:
         os.close(fd)
 
 
-_OOM_ADJ: list[Any] = []  # this process's /proc/self/oom_score_adj (an fd) and its value at start
+# This process's /proc/self/oom_score_adj (an fd) and its value at start. Opened before the harness
+# makes itself undumpable (its /proc files are root's then: an open after that fails, and spawned
+# runs kept the harness's value, not 1000); closed in a Python run's fork, which could otherwise
+# write the harness's value through it.
+_OOM_ADJ: list[Any] = []
 
 
 def _oom_adjust(value: Any) -> None:
@@ -1093,6 +1099,7 @@ def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:
     code = 0
     try:
         os.setpgid(0, 0)
+        _dumpable_again()  # else its /proc files are root's, as the zygote's: the write below failed
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
                 handle.write("1000")  # the memory killer takes the label's process, not the zygote
