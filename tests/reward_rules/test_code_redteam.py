@@ -271,3 +271,46 @@ def test_label_code_is_the_memory_killer_s_first_choice_in_its_judge(grader: Cod
     for _ in range(2):  # the second sample in the judge's zygote, once it is sealed
         (result,) = score(grader, check("def f(x):\n    return x\n", "f", test))
         assert result.reward == 1.0, result.detail
+
+
+# ---------------------------------------------------------------- the compiler and its cache
+
+# constexpr evaluation runs until g++'s operation limit (2^33 steps): far past any compile limit
+FOREVER_COMPILE = (
+    "constexpr long spin() { long s = 0; for (long i = 0; i < (1L << 40); i++) s += i ^ (s >> 3); return s; }\n"
+    "constexpr long value = spin();\nint main() { return (int)value; }\n"
+)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        'asm(".incbin \\"/dev/zero\\"");\nint main() {}\n',
+        "char big[1 << 30] = {1};\nint main(int argc, char**) { return big[argc << 20]; }\n",
+        '#pragma GCC optimize("O0")\n#include </dev/urandom>\nint main() {}\n',
+    ],
+    ids=["incbin-dev-zero", "gigabyte-binary", "include-urandom"],
+)
+@needs_cxx
+def test_a_hostile_compile_is_the_program_s_compile_error(grader: CodeGrader, program: str) -> None:
+    (result,) = score(grader, cpp(program, [("1 2\n", "3\n")]))
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+    assert result.logs["code/compile_error"] == 1.0, result.detail
+    (result,) = score(grader, cpp(ADD_CPP, [("1 2\n", "3\n")]))
+    assert result.reward == 1.0, result.detail
+
+
+@needs_cxx
+def test_a_group_of_a_never_ending_compile_compiles_it_once() -> None:
+    """A compile that runs out of time is not cached (under less load it might finish); the copies
+    of a GRPO group that waited for it compiled it again, one after another, holding the compile
+    slots (every other sample's compile) for the group's size times the compile time limit."""
+    grader = CodeGrader(CodeConfig(workers=4, warm_sandboxes=2, compile_time_limit_s=1.0))
+    try:
+        results = score(grader, *[cpp(FOREVER_COMPILE, [("", "0\n")]) for _ in range(4)])
+        misses = grader.compile_cache.misses
+    finally:
+        asyncio.run(grader.aclose())
+    assert all(r.status is Status.OK and r.reward == 0.0 for r in results), [r.detail for r in results]
+    assert all(r.logs["code/compile_error"] == 1.0 for r in results), [r.detail for r in results]
+    assert misses == 1

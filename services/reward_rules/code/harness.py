@@ -487,6 +487,7 @@ class Harness:
             return {
                 "ok": True,
                 "compiled": False,
+                "started": pid >= 0,  # False: the compiler never ran (no verdict on the source)
                 "timeout": run["timeout"],
                 "signal": run["signal"],
                 "stderr": run["stderr"],

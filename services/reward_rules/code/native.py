@@ -35,11 +35,25 @@ class Compiled:
     message: str = ""
 
 
+class _Pending:
+    """A compile under way: its waiters wake on `event` and take `outcome` when it has one."""
+
+    __slots__ = ("event", "outcome")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.outcome: Compiled | None = None
+
+
 class CompileCache:
     """Binaries and compile errors by source hash, least recently used out past `max_bytes`.
 
     Also bounds how many compiles run at once (`concurrency`): a compile's time limit is
     counted from its start, so compiles queued behind others are not timed out by the wait.
+    A compile that ran out of time is not kept (under less load it might finish), but the samples
+    that waited for it take its verdict: else each compiled the same program again, one after
+    another, and a GRPO group of a program that compiles for ever held the compile slots (every
+    other sample's compile) for its size times the compile time limit.
     """
 
     def __init__(self, max_bytes: int, concurrency: int = 2) -> None:
@@ -48,7 +62,7 @@ class CompileCache:
         self._entries: OrderedDict[str, Compiled] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self._pending: dict[str, threading.Event] = {}
+        self._pending: dict[str, _Pending] = {}
         self.hits = 0
         self.misses = 0
 
@@ -69,16 +83,21 @@ class CompileCache:
                     return entry
                 pending = self._pending.get(key)
                 if pending is None:
-                    self._pending[key] = threading.Event()
+                    self._pending[key] = _Pending()
                     self.misses += 1
                     return None
-            if not pending.wait(max(deadline - time.monotonic(), 0)):
+            if not pending.event.wait(max(deadline - time.monotonic(), 0)):
                 with self._lock:
                     self.misses += 1
                 return None  # compile it too rather than wait past the budget
+            if pending.outcome is not None:  # what the compile it waited for came to, kept or not
+                with self._lock:
+                    self.hits += 1
+                return pending.outcome
 
-    def finish(self, key: str, result: Compiled | None) -> None:
-        """Stores a result (None: nothing worth caching, e.g. a compile that timed out)."""
+    def finish(self, key: str, result: Compiled | None, unkept: Compiled | None = None) -> None:
+        """Stores a result (None: nothing worth caching, e.g. a compile that timed out); the
+        samples waiting for this compile take `result`, else `unkept` (that timeout)."""
         with self._lock:
             if result is not None and key not in self._entries:
                 self._entries[key] = result
@@ -86,9 +105,10 @@ class CompileCache:
                 while self._bytes > self.max_bytes and len(self._entries) > 1:
                     _, old = self._entries.popitem(last=False)
                     self._bytes -= len(old.binary or b"") + len(old.message)
-            event = self._pending.pop(key, None)
-        if event is not None:
-            event.set()
+            pending = self._pending.pop(key, None)
+        if pending is not None:
+            pending.outcome = result or unkept
+            pending.event.set()
 
 
 def cache_key(source: str, argv: list[str], files: dict[str, str] | None = None) -> str:
@@ -139,6 +159,7 @@ def prepare_binary(
         session.install_binary(cached.binary)
         return None
     result: Compiled | None = None
+    unkept: Compiled | None = None  # a timeout: not kept, but the samples waiting for it take it
     cache.compiling.acquire()
     try:
         limit = build.time_limit_s
@@ -169,14 +190,20 @@ def prepare_binary(
             return None
         stderr = base64.b64decode(str(reply.get("stderr", "")), validate=True)
         if reply.get("timeout"):
-            return f"compiling took over {limit:g} s"  # load-dependent: not cached
+            unkept = Compiled(None, f"compiling took over {limit:g} s")  # load-dependent: not cached
+            return unkept.message
         detail = _compiler_message(stderr) or (
             f"compiler killed by signal {reply.get('signal')}" if reply.get("signal") else ""
         )
+        if reply.get("started") is False:  # nothing compiled: neither kept nor given to waiters
+            return detail or "the compiler did not start"
         result = Compiled(None, detail or "the compiler failed")
         return result.message
     except CandidateFailure as exc:
-        return f"compiling: {TIMEOUT if exc.reason == TIMEOUT else exc.reason} {exc.message}".strip()
+        unkept = Compiled(
+            None, f"compiling: {TIMEOUT if exc.reason == TIMEOUT else exc.reason} {exc.message}".strip()
+        )
+        return unkept.message
     finally:
         cache.compiling.release()
-        cache.finish(key, result)
+        cache.finish(key, result, unkept)
