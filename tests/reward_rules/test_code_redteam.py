@@ -314,3 +314,52 @@ def test_a_group_of_a_never_ending_compile_compiles_it_once() -> None:
     assert all(r.status is Status.OK and r.reward == 0.0 for r in results), [r.detail for r in results]
     assert all(r.logs["code/compile_error"] == 1.0 for r in results), [r.detail for r in results]
     assert misses == 1
+
+
+# ---------------------------------------------------------------- the harness's clock
+
+STOPS_ITS_HARNESS_CPP = r"""
+#include <bits/stdc++.h>
+#include <signal.h>
+#include <unistd.h>
+int main() { long long a, b; std::cin >> a >> b;
+  pid_t harness = getppid();
+  auto start = std::chrono::steady_clock::now();
+  kill(harness, SIGSTOP);
+  if (fork() == 0) { usleep(1600000); kill(harness, SIGCONT); _exit(0); }
+  volatile long x = 0; while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500)) x++;
+  std::cout << a + b << "\n"; }
+"""
+STOPS_ITS_HARNESS_PY = (
+    "import os, signal, sys, time\n"
+    "a, b = map(int, sys.stdin.read().split())\n"
+    "harness, start = os.getppid(), time.monotonic()\n"
+    "os.kill(harness, signal.SIGSTOP)\n"
+    "if os.fork() == 0:\n"
+    "    time.sleep(1.6)\n"
+    "    os.kill(harness, signal.SIGCONT)\n"
+    "    os._exit(0)\n"
+    "while time.monotonic() - start < 1.5:\n"
+    "    pass\n"
+    "print(a + b)\n"
+)
+
+
+@pytest.mark.parametrize("language", ["cpp", "python"])
+def test_a_run_that_stops_its_harness_still_has_its_time_limit(grader: CodeGrader, language: str) -> None:
+    """The program stops the harness (SIGSTOP), computes past its 1 s limit, and has a helper let
+    the harness go on (SIGCONT) once it is done: the harness woke to an exit status waiting and
+    passed it (the grader's own deadline allows the supervision slack on top)."""
+    if language == "cpp" and shutil.which("g++") is None:
+        pytest.skip("needs g++ (Debian g++)")
+    cases = [("1 2\n", "3\n"), ("5 6\n", "11\n")]
+    if language == "cpp":
+        sample = cpp(STOPS_ITS_HARNESS_CPP, cases, time_limit_s=1.0)
+    else:
+        sample = stdio(STOPS_ITS_HARNESS_PY, cases, time_limit_s=1.0)
+    (result,) = score(grader, sample)
+    assert result.status is Status.OK and result.reward == 0.0, result.detail
+    assert "timeout" in result.detail, result.detail
+    (result,) = score(grader, stdio(ADD, cases))
+    assert result.reward == 1.0, result.detail
+    assert_clean(grader)

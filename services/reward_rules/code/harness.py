@@ -476,13 +476,14 @@ class Harness:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
+        mark = _mark()
         pid = _spawn(argv[0], argv, out_w, err_w)
         os.close(out_w)
         os.close(err_w)
         if pid < 0:
             run = _not_started(out_r, err_r, -pid)
         else:
-            run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16)
+            run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16, mark)
         if run["exit"] or run["signal"] or run["timeout"] or not os.path.exists(BINARY_NAME):
             return {
                 "ok": True,
@@ -601,13 +602,16 @@ class Harness:
                 return {"ok": False, "error": {"type": "ProtocolError", "message": "bad file name"}}
             args = ["prog"] + [str(arg) for arg in request.get("args", [])]
             run = self._stdio(None, request, self._program_file(), args)
-            if files and not _wipe("."):
+            if (files and not _wipe(".")) or run.get("tampered"):
                 self.clean = False
             return run
         compiled, failed = self._source(request)
         if failed is not None:
             return dict(failed)
-        return self._stdio(compiled, request, None)
+        run = self._stdio(compiled, request, None)
+        if run.get("tampered"):
+            self.clean = False
+        return run
 
     def stdio_batch(self, request: dict[str, Any]) -> None:
         """A sample's stdio tests: each input in a fresh child, in turn, one reply frame per input.
@@ -616,8 +620,9 @@ class Harness:
         so no run leaves a file or a process for the next; the program itself is sealed
         (`_keep_program`). The batch keeps the sample's rules: a run gets at most `time_limit_s`
         and what is left of `budget_s` (counted once the program is installed), and after
-        `max_timeouts` timed-out runs the rest are not run. A work dir that cannot be emptied
-        ends the batch: the rest are answered `dirty` (the trusted side starts a fresh sandbox).
+        `max_timeouts` timed-out runs the rest are not run. A work dir that cannot be emptied, or
+        a run that tampered with this process (`_supervise`), ends the batch: the rest are
+        answered `dirty` (the trusted side starts a fresh sandbox).
         """
         self._protect()
         if request.get("data") is not None:
@@ -653,7 +658,7 @@ class Harness:
                 }
                 reply = self._stdio(compiled, run, executable)
                 timeouts_left -= 1 if reply["timeout"] else 0
-                self.clean = _wipe(".")
+                self.clean = _wipe(".") and not reply.get("tampered")
             write_frame(self.ctl_out, reply)
 
     def _stdio(
@@ -664,6 +669,7 @@ class Harness:
         _write_new(STDIN_NAME, request["input"].encode("utf-8", "surrogateescape"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        mark = _mark()
         if executable is None:
             pid = os.fork()
             if pid == 0:
@@ -676,7 +682,8 @@ class Harness:
         os.close(err_w)
         if pid < 0:
             return _not_started(out_r, err_r, -pid)
-        return _supervise(pid, out_r, err_r, float(request["time_limit_s"]), int(request["max_output_bytes"]))
+        limit = float(request["time_limit_s"])
+        return _supervise(pid, out_r, err_r, limit, int(request["max_output_bytes"]), mark)
 
 
 def _put_files(files: Any) -> bool:
@@ -800,6 +807,7 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -
             os.close(fd)
         for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # as a fresh interpreter has them
             _signal.signal(sig, _signal.SIG_IGN)
+        _signal.signal(_signal.SIGCONT, _signal.SIG_DFL)
         stdin_text = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
         sys.stdin = sys.__stdin__ = stdin_text  # type: ignore[misc]
         out = open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
@@ -832,8 +840,31 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -
         os._exit(code & 0xFF)
 
 
-def _supervise(pid: int, out_r: int, err_r: int, time_limit_s: float, max_output: int) -> dict[str, Any]:
-    """Drains the child's output (capped) until it exits or overruns; then kills every other process."""
+_CONTINUED = [0]  # SIGCONTs this process got: a run stopped it and let it go on
+
+
+def _on_continue(signum: int, frame: Any) -> None:
+    _CONTINUED[0] += 1
+
+
+def _mark() -> Any:
+    """Taken before a run starts: what `_supervise` compares after it (see there)."""
+    return _CONTINUED[0], _attributes(), time.monotonic()
+
+
+def _supervise(
+    pid: int, out_r: int, err_r: int, time_limit_s: float, max_output: int, mark: Any
+) -> dict[str, Any]:
+    """Drains the child's output (capped) until it exits or overruns; then kills every other process.
+
+    A run that stopped this process (SIGSTOP, then SIGCONT from a helper once it was done), even
+    before this started its clock, or slowed it (its nice value, scheduling policy, CPUs or
+    rlimits, which the same uid may set), ran on a clock nobody watched: it left an exit status
+    waiting for this process to wake, past its time limit, and passed. Such a run is `tampered`:
+    judged on the clock started before it was (`mark`, a timeout if its exit was seen only past
+    the limit), and the harness is not fit for another run (an unprivileged process cannot set
+    all of that back).
+    """
     deadline = time.monotonic() + time_limit_s
     stdout, stderr_tail = bytearray(), bytearray()
     open_fds = {out_r, err_r}
@@ -865,6 +896,7 @@ def _supervise(pid: int, out_r: int, err_r: int, time_limit_s: float, max_output
         done, raw = os.waitpid(pid, os.WNOHANG)
         if done:
             status = raw
+    seen = time.monotonic()  # the exit (or the timeout) seen
     _kill_others(pid)
     if status is None:
         _, status = os.waitpid(pid, 0)
@@ -887,11 +919,14 @@ def _supervise(pid: int, out_r: int, err_r: int, time_limit_s: float, max_output
     if len(stdout) > max_output:
         output_limit = True
         del stdout[max_output:]
+    continued, attributes, started = mark
+    tampered = _CONTINUED[0] != continued or _attributes() != attributes
     return {
         "ok": True,
         "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
-        "timeout": timed_out,
+        "timeout": timed_out or (tampered and seen > started + time_limit_s),
+        "tampered": tampered,
         "output_limit": output_limit,
         "stdout": b64encode(bytes(stdout)),
         "stderr": b64encode(bytes(stderr_tail)),
@@ -1231,6 +1266,7 @@ def main() -> None:
     os.close(devnull)
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGCONT, _on_continue)  # counts continues after a stop (_supervise)
     Harness(ctl_in, ctl_out).serve()
 
 

@@ -384,8 +384,8 @@ class Session:
                     return
                 last = time.monotonic()
                 skipped = reply.get("skipped")
-                if skipped == "dirty":  # the run left what the harness could not remove
-                    self._drop(sandbox, CandidateFailure(CRASH, "left files that could not be removed"))
+                if skipped == "dirty":  # a run left what the harness could not remove, or tampered with it
+                    self._drop(sandbox, CandidateFailure(CRASH, "left the sandbox unfit for another run"))
                     finished = True
                     return
                 if skipped in ("budget", "timeouts"):
