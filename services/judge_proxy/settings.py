@@ -174,7 +174,6 @@ class JudgeServiceSettings(ServerSettings):
         ceiling = max(self.deadline_s - 1.0, self.deadline_s * 0.8)
         return min(self.sample_budget_s, ceiling) if self.sample_budget_s else ceiling
 
-
     def per_worker(self, workers: int) -> JudgeServiceSettings:
         """These settings for one of `workers` processes serving them (`workers: N`): each takes
         its share of every limit it enforces alone (upstream concurrency; rpm/tpm unless Redis
