@@ -36,11 +36,13 @@ from services.reward_rules.code.native import NativeBuild, prepare_binary
 from services.reward_rules.code.session import (
     MEMORY,
     TIMEOUT,
+    WALL_CLOCK,
     WRONG,
     CandidateFailure,
     InfrastructureError,
     Session,
     StdioRun,
+    TimeRule,
     last_line,
 )
 
@@ -69,6 +71,7 @@ class CheckerSetup:
     build: NativeBuild
     max_restarts: int
     testlib_header: str = ""  # a path; empty: DEFAULT_HEADERS
+    time_rule: TimeRule = WALL_CLOCK  # how a checker run's time limit is measured
 
 
 class NativeChecker:
@@ -77,7 +80,9 @@ class NativeChecker:
     def __init__(self, setup: CheckerSetup, code: str, memory_bytes: int, time_limit_s: float) -> None:
         self.setup = setup
         self.time_limit_s = time_limit_s  # a test's: what a re-run on the label's answer gets
-        self.session = Session(setup.source, code, memory_bytes, setup.max_restarts, "__main__")
+        self.session = Session(
+            setup.source, code, memory_bytes, setup.max_restarts, "__main__", time_rule=setup.time_rule
+        )
 
     def prepare(self) -> None:
         """Compiles the checker, or takes it from the compile cache; LabelError if it does not compile."""
@@ -92,15 +97,19 @@ class NativeChecker:
                 )
             files = {"testlib.h": header}
         build = self.setup.build
-        error = prepare_binary(self.session, build, time.monotonic() + build.time_limit_s + 5.0, files)
+        wait = self.session.time_rule.wall(build.time_limit_s) + 5.0
+        error = prepare_binary(self.session, build, time.monotonic() + wait, files)
         if error is not None:
             raise LabelError(f"the checker does not compile: {error}")
 
-    def check(self, stdin: str, expected: str, output: bytes, time_limit_s: float) -> Verdict:
-        """The checker's verdict on the candidate's `output` (see the module's doc for the rules)."""
-        if time_limit_s <= 0:
+    def check(
+        self, stdin: str, expected: str, output: bytes, time_limit_s: float, wall_limit_s: float | None = None
+    ) -> Verdict:
+        """The checker's verdict on the candidate's `output` (see the module's doc for the rules);
+        `wall_limit_s` (default: the time rule's) caps the run's wall clock."""
+        if time_limit_s <= 0 or (wall_limit_s is not None and wall_limit_s <= 0):
             return Verdict(False, TIMEOUT, "the checker: not run: the sample's time budget is spent")
-        run = self._run(stdin, output, expected, time_limit_s)
+        run = self._run(stdin, output, expected, time_limit_s, wall_limit_s)
         if isinstance(run, Verdict):
             return run
         if run.memory_killed:
@@ -135,14 +144,16 @@ class NativeChecker:
             return None
         return not (run.signal or run.exit_code)
 
-    def _run(self, stdin: str, output: bytes, expected: str, time_limit_s: float) -> StdioRun | Verdict:
+    def _run(
+        self, stdin: str, output: bytes, expected: str, time_limit_s: float, wall_limit_s: float | None = None
+    ) -> StdioRun | Verdict:
         files = {
             FILES[0]: stdin.encode("utf-8", "surrogateescape"),
             FILES[1]: output,
             FILES[2]: expected.encode("utf-8", "surrogateescape"),
         }
         try:
-            return self.session.run_stdio("", time_limit_s, _REPORT_BYTES, files, FILES)
+            return self.session.run_stdio("", time_limit_s, _REPORT_BYTES, files, FILES, wall_limit_s)
         except CandidateFailure as exc:  # the checker's sandbox stopped answering
             reason = exc.reason if exc.reason in (TIMEOUT, MEMORY) else WRONG
             return Verdict(False, reason, f"the checker: {exc}"[:300])

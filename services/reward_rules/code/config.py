@@ -26,6 +26,20 @@ class CodeConfig(BaseModel):
     warm_sandboxes: int = Field(default=0, ge=0, description="pre-started sandboxes; 0 means 2 x workers")
     time_limit_s: float = Field(default=5.0, gt=0, description="per test (a whole check() is one test)")
     max_time_limit_s: float = Field(default=30.0, gt=0, description="cap on a label's time_limit_s")
+    cpu_limit: float = Field(
+        default=1.0,
+        ge=0,
+        description="CPUs each sandbox may use at once (a cgroup v1 CFS quota; 0: no quota), so one "
+        "sample's threads or processes cannot slow the others",
+    )
+    wall_factor: float = Field(
+        default=3.0,
+        ge=1,
+        description="where sandboxes have a cpuacct cgroup, time_limit_s is CPU time (the whole "
+        "sandbox's) and a test's wall-clock limit is wall_factor x time_limit_s + wall_extra_s "
+        "(a sleeping or blocked program); elsewhere time_limit_s is wall-clock",
+    )
+    wall_extra_s: float = Field(default=1.0, ge=0, description="see wall_factor")
     memory_limit_mb: int = Field(default=512, ge=32, description="per sandbox, candidate and harness")
     max_memory_limit_mb: int = Field(default=4096, ge=32, description="cap on a label's memory_limit_mb")
     sample_budget_s: float = Field(

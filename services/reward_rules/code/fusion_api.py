@@ -116,7 +116,7 @@ class FusionRunner:
         memory_mb = min(memory_mb, config.max_memory_limit_mb)
         run_timeout = min(request.run_timeout, config.max_time_limit_s)
         module = "__main__"
-        session = Session(source, request.code, memory_mb << 20, 0, module)
+        session = Session(source, request.code, memory_mb << 20, 0, module, time_rule=self.grader.time_rule())
         try:
             compile_result = None
             if language == "cpp":
@@ -152,7 +152,7 @@ class FusionRunner:
             config.compile_memory_mb << 20,
         )
         started = time.monotonic()
-        error = prepare_binary(session, build, started + limit + 5.0)
+        error = prepare_binary(session, build, started + session.time_rule.wall(limit) + 5.0)
         seconds = time.monotonic() - started
         if error is None:
             return _command("Finished", seconds, 0, "", "")

@@ -41,6 +41,7 @@ from services.reward_rules.code.session import (
     WRONG,
     InfrastructureError,
     Session,
+    TimeRule,
 )
 from services.reward_rules.code.testrun import (
     Budget,
@@ -112,6 +113,7 @@ class CodeGrader(GraderBase):
             max_pids=self.config.max_pids,
             tmpfs_bytes=self.config.tmpfs_mb << 20,
             max_frame_bytes=output * 2 + (16 << 20),
+            cpu_limit=self.config.cpu_limit,
         )
 
     async def start(self) -> None:
@@ -141,6 +143,13 @@ class CodeGrader(GraderBase):
         loop = asyncio.get_running_loop()
         futures = [loop.run_in_executor(self._executor, self.grade, sample) for sample in samples]
         return list(await asyncio.gather(*futures))
+
+    def time_rule(self) -> TimeRule:
+        """CPU-time limits (with a longer wall-clock one) where the local sandboxes count their CPU
+        time (a cpuacct cgroup); wall-clock limits elsewhere (SandboxFusion, no cgroups)."""
+        pool = self._pool
+        cpu = pool is not None and pool.cpu_timed and self.config.backend == "local"
+        return TimeRule(cpu, self.config.wall_factor, self.config.wall_extra_s)
 
     # ------------------------------------------------------------------ raw runs (fusion_api)
 
@@ -236,11 +245,14 @@ class CodeGrader(GraderBase):
             tolerance=self.config.float_tolerance,
             max_value_bytes=self.config.max_value_bytes,
             max_timeouts=self.config.max_timeouts,
+            time_rule=self.time_rule(),
         )
         module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
         prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
         source = self._stdio if self._stdio is not None and module == "__main__" else self._source
-        session = Session(source, program, memory_mb << 20, self.config.max_restarts, module, prelude)
+        session = Session(
+            source, program, memory_mb << 20, self.config.max_restarts, module, prelude, budget.time_rule
+        )
         build = natives = None
         needs_cxx = language == "cpp" or (
             isinstance(label.tests, StdioTests) and label.tests.checker == "testlib"
@@ -257,7 +269,9 @@ class CodeGrader(GraderBase):
             )
             build = cxx if language == "cpp" else None
             checkers = self._stdio if self._stdio is not None else self._pool
-            natives = CheckerSetup(checkers, cxx, self.config.max_restarts, self.config.testlib_header)
+            natives = CheckerSetup(
+                checkers, cxx, self.config.max_restarts, self.config.testlib_header, budget.time_rule
+            )
         try:
             report = run_tests(session, label, budget, self._judges, build, natives)
         except InfrastructureError as exc:

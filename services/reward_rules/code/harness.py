@@ -11,10 +11,18 @@ forged reply can only report what the candidate could have returned anyway.
 Protocol: frames of a 4-byte big-endian length and a JSON object, on fd 0 (requests) and
 fd 1 (replies); the harness moves the candidate's own stdout to fd 2, which the trusted
 process drains. Requests: {"op": "load", "source", "module", "prelude"}, {"op": "call", "name",
-"args", "kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "max_output_bytes"}, and
-{"op": "stdio_batch", "source" | "binary", "inputs", "max_output_bytes", "time_limit_s", "budget_s",
-"max_timeouts"}: a sample's stdio tests in one request, each run in a fresh child, answered by one
-frame per input as each finishes (`{"skipped": "budget" | "timeouts" | "dirty"}` for one not run).
+"args", "kwargs"}, {"op": "stdio", "source", "input", "time_limit_s", "wall_limit_s",
+"max_output_bytes"}, and {"op": "stdio_batch", "source" | "binary", "inputs", "max_output_bytes",
+"time_limit_s", "wall_limit_s", "budget_s", "max_timeouts"}: a sample's stdio tests in one request,
+each run in a fresh child, answered by one frame per input as each finishes (`{"skipped": "budget"
+| "timeouts" | "dirty"}` for one not run).
+
+A run's time limit is CPU time where the sandbox has a cpuacct cgroup (its `cpuacct.usage`,
+bound read-only into the sandbox, named by ARBITER_CPU_USAGE): the CPU every process of the
+sandbox used from the run's start to its end, its forks, daemons and unreaped children included,
+so a run slowed by other samples is not timed out for their CPU use; a run also has a wall-clock
+limit (`wall_limit_s`, longer), which catches one that sleeps or blocks. Without cpuacct the
+time limit is wall-clock, as `wall_limit_s` is then ignored.
 
 The same file serves the other side of a function test, in a second sandbox that never holds
 the candidate: the *judge*. {"op": "judge", "helpers", "setup", "test", "candidates",
@@ -476,6 +484,7 @@ class Harness:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
+        limit = float(request["time_limit_s"])
         mark = _mark()
         pid = _spawn(argv[0], argv, out_w, err_w)
         os.close(out_w)
@@ -483,7 +492,7 @@ class Harness:
         if pid < 0:
             run = _not_started(out_r, err_r, -pid)
         else:
-            run = _supervise(pid, out_r, err_r, float(request["time_limit_s"]), 1 << 16, mark)
+            run = _supervise(pid, out_r, err_r, limit, 1 << 16, mark, _wall_limit(request, limit))
         if run["exit"] or run["signal"] or run["timeout"] or not os.path.exists(BINARY_NAME):
             return {
                 "ok": True,
@@ -634,6 +643,7 @@ class Harness:
         else:
             compiled, failed = self._source(request)
         limit = float(request["time_limit_s"])
+        wall = _wall_limit(request, limit)
         deadline = time.monotonic() + float(request["budget_s"])
         timeouts_left = int(request["max_timeouts"])
         inputs, max_outputs = request["inputs"], request["max_output_bytes"]
@@ -654,6 +664,7 @@ class Harness:
                 run: dict[str, Any] = {
                     "input": text,
                     "time_limit_s": min(limit, left),
+                    "wall_limit_s": min(wall, left),
                     "max_output_bytes": max_output,
                 }
                 reply = self._stdio(compiled, run, executable)
@@ -673,7 +684,8 @@ class Harness:
         if executable is None:
             pid = os.fork()
             if pid == 0:
-                _child_main(compiled, out_w, err_w, (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1]))
+                close = (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1], *_CPU_USAGE)
+                _child_main(compiled, out_w, err_w, close)
         else:
             if type(executable) is int:
                 executable = "/proc/self/fd/" + str(executable)  # the spawned process's own copy
@@ -683,7 +695,8 @@ class Harness:
         if pid < 0:
             return _not_started(out_r, err_r, -pid)
         limit = float(request["time_limit_s"])
-        return _supervise(pid, out_r, err_r, limit, int(request["max_output_bytes"]), mark)
+        wall = _wall_limit(request, limit)
+        return _supervise(pid, out_r, err_r, limit, int(request["max_output_bytes"]), mark, wall)
 
 
 def _put_files(files: Any) -> bool:
@@ -847,15 +860,58 @@ def _on_continue(signum: int, frame: Any) -> None:
     _CONTINUED[0] += 1
 
 
+_CPU_USAGE: list[int] = []  # an fd of the sandbox's cpuacct.usage (read-only), where it has one
+
+
+def _open_cpu_usage() -> None:
+    """Opens the file that ARBITER_CPU_USAGE names and unsets it (runs inherit the environment)."""
+    path = os.environ.pop("ARBITER_CPU_USAGE", "")
+    if path:
+        try:
+            fd = os.open(path, os.O_RDONLY)  # close-on-exec; a Python run's fork closes it
+            int(os.pread(fd, 64, 0))
+            _CPU_USAGE.append(fd)
+        except (OSError, ValueError):
+            pass
+
+
+def _cpu_ns() -> int:
+    """Nanoseconds of CPU every process of the sandbox used so far; -1 when unknown."""
+    if not _CPU_USAGE:
+        return -1
+    try:
+        return int(os.pread(_CPU_USAGE[0], 64, 0))
+    except (OSError, ValueError):
+        return -1
+
+
+def _wall_limit(request: dict[str, Any], limit: float) -> float:
+    return max(float(request.get("wall_limit_s") or limit), limit)
+
+
+_CPU_POLL_S = 0.02  # how often a CPU-timed run's usage is read
+
+
 def _mark() -> Any:
     """Taken before a run starts: what `_supervise` compares after it (see there)."""
-    return _CONTINUED[0], _attributes(), time.monotonic()
+    return _CONTINUED[0], _attributes(), time.monotonic(), _cpu_ns()
 
 
 def _supervise(
-    pid: int, out_r: int, err_r: int, time_limit_s: float, max_output: int, mark: Any
+    pid: int,
+    out_r: int,
+    err_r: int,
+    time_limit_s: float,
+    max_output: int,
+    mark: Any,
+    wall_limit_s: float = 0.0,
 ) -> dict[str, Any]:
     """Drains the child's output (capped) until it exits or overruns; then kills every other process.
+
+    Where the sandbox's CPU use is known (`_cpu_ns`), a run overruns when the sandbox used more
+    than `time_limit_s` of CPU since `mark` (read as it runs and once more after every process
+    of the run was killed: a fork, a daemon or an unreaped child counts as the run's), or when
+    `wall_limit_s` passed (it sleeps or blocks). Otherwise `time_limit_s` is the wall limit.
 
     A run that stopped this process (SIGSTOP, then SIGCONT from a helper once it was done), even
     before this started its clock, or slowed it (its nice value, scheduling policy, CPUs or
@@ -865,7 +921,11 @@ def _supervise(
     the limit), and the harness is not fit for another run (an unprivileged process cannot set
     all of that back).
     """
-    deadline = time.monotonic() + time_limit_s
+    cpu_start = mark[3]
+    cpu_timed = cpu_start >= 0
+    cpu_limit_ns = int(time_limit_s * 1e9)
+    wall = max(wall_limit_s, time_limit_s) if cpu_timed else time_limit_s
+    deadline = time.monotonic() + wall
     stdout, stderr_tail = bytearray(), bytearray()
     open_fds = {out_r, err_r}
     status, timed_out, output_limit = None, False, False
@@ -873,13 +933,20 @@ def _supervise(
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = -1
+    over = ""
     while status is None:
         left = deadline - time.monotonic()
         if left <= 0:
-            timed_out = True
+            timed_out, over = True, "wall"
             break
+        wait = left if pidfd >= 0 else min(left, 0.05)
+        if cpu_timed:
+            if _cpu_ns() - cpu_start > cpu_limit_ns:
+                timed_out, over = True, "cpu"
+                break
+            wait = min(wait, _CPU_POLL_S)
         watched = list(open_fds) + ([pidfd] if pidfd >= 0 else [])
-        ready, _, _ = select.select(watched, [], [], min(left, 0.05 if pidfd < 0 else left))
+        ready, _, _ = select.select(watched, [], [], wait)
         for fd in ready:
             if fd == pidfd:
                 continue
@@ -919,13 +986,18 @@ def _supervise(
     if len(stdout) > max_output:
         output_limit = True
         del stdout[max_output:]
-    continued, attributes, started = mark
+    continued, attributes, started, _ = mark
     tampered = _CONTINUED[0] != continued or _attributes() != attributes
+    if not timed_out and cpu_timed and _cpu_ns() - cpu_start > cpu_limit_ns:
+        timed_out, over = True, "cpu"  # its exit came after the limit (or its processes' CPU did)
+    if not timed_out and tampered and seen > started + wall:
+        timed_out, over = True, "wall"
     return {
         "ok": True,
         "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
-        "timeout": timed_out or (tampered and seen > started + time_limit_s),
+        "timeout": timed_out,
+        "over": over,  # which limit: "cpu" (CPU time) or "wall" (the wall clock)
         "tampered": tampered,
         "output_limit": output_limit,
         "stdout": b64encode(bytes(stdout)),
@@ -1267,6 +1339,7 @@ def main() -> None:
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     _signal.signal(_signal.SIGCONT, _on_continue)  # counts continues after a stop (_supervise)
+    _open_cpu_usage()
     Harness(ctl_in, ctl_out).serve()
 
 

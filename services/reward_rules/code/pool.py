@@ -57,6 +57,8 @@ class SandboxPool:
         runner.prepare()
         self.seccomp = filter_program() if seccomp and mode == "bwrap" else None
         self.cgroups = CgroupManager.detect() if use_cgroups else None
+        # its sandboxes count their CPU time: the harness times runs on it (harness._supervise)
+        self.cpu_timed = self.cgroups is not None and self.cgroups.base_cpuacct is not None
         if self.cgroups is None:
             log.warning(
                 "code sandbox: no usable cgroup v1 memory/pids controllers; limits fall back to rlimits"
@@ -86,7 +88,7 @@ class SandboxPool:
         with self._lock:
             if self._spare:
                 return self._spare.pop()
-        return self.cgroups.create(self.limits.memory_bytes, self.limits.max_pids)
+        return self.cgroups.create(self.limits.memory_bytes, self.limits.max_pids, self.limits.cpu_limit)
 
     def _recycle(self, cgroup: SandboxCgroup) -> None:
         """Keeps an emptied group for a later sandbox, else removes it."""

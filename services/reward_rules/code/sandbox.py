@@ -53,6 +53,7 @@ class Limits:
     max_pids: int
     tmpfs_bytes: int
     max_frame_bytes: int
+    cpu_limit: float = 0.0  # CPUs per sandbox (a CFS quota, where the cpu controller is there); 0: none
 
 
 def parse_frame(body: bytes, what: str = "reply") -> dict[str, Any]:
@@ -70,8 +71,17 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+CPU_OVER = "over the CPU time limit"
+CPU_POLL_S = 0.02  # how often a function test's CPU time is read while it waits for a reply
+CPU_USAGE_PATH = "/run/cpu_usage"  # in the sandbox: its cgroup's cpuacct.usage, read-only
+
+
 def bwrap_argv(
-    bwrap: str, runner: LanguageRunner, limits: Limits, seccomp_fd: int | None = None
+    bwrap: str,
+    runner: LanguageRunner,
+    limits: Limits,
+    seccomp_fd: int | None = None,
+    cpu_usage: str | None = None,
 ) -> list[str]:
     argv = [
         bwrap,
@@ -91,11 +101,15 @@ def bwrap_argv(
     for path in _SYSTEM_FILES:
         argv += ["--ro-bind-try", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    if cpu_usage is not None:  # the harness times runs on the CPU the whole sandbox used
+        argv += ["--ro-bind", cpu_usage, CPU_USAGE_PATH]
     argv += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp"]
     argv += ["--clearenv"]
     for key, value in _ENV.items():
         argv += ["--setenv", key, value]
     argv += ["--setenv", "ARBITER_SANDBOX", "bwrap"]  # the harness may kill(-1) only in here
+    if cpu_usage is not None:
+        argv += ["--setenv", "ARBITER_CPU_USAGE", CPU_USAGE_PATH]  # the harness unsets it
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--", *runner.argv()]
@@ -108,10 +122,14 @@ _LAUNCHER = """\
 if [ -n "$ARBITER_MEMCG" ]; then
   echo $$ > "$ARBITER_MEMCG/cgroup.procs" && echo $$ > "$ARBITER_PIDSCG/cgroup.procs" || exit 125
 fi
+for group in "$ARBITER_CPUCG" "$ARBITER_ACCTCG"; do
+  [ -z "$group" ] || echo $$ > "$group/cgroup.procs" || exit 125
+done
 ulimit -c 0 && ulimit -f "$ARBITER_FSIZE_BLOCKS" || exit 125  # 512-byte blocks (POSIX sh)
 if [ -n "$ARBITER_AS_KB" ]; then ulimit -v "$ARBITER_AS_KB" && ulimit -p "$ARBITER_NPROC" || exit 125; fi
 uid=$ARBITER_UID
-unset ARBITER_MEMCG ARBITER_PIDSCG ARBITER_FSIZE_BLOCKS ARBITER_AS_KB ARBITER_NPROC ARBITER_UID PWD OLDPWD
+unset ARBITER_MEMCG ARBITER_PIDSCG ARBITER_CPUCG ARBITER_ACCTCG ARBITER_FSIZE_BLOCKS ARBITER_AS_KB
+unset ARBITER_NPROC ARBITER_UID PWD OLDPWD
 [ -z "$uid" ] || exec /usr/bin/setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
 exec "$@"
 """
@@ -121,9 +139,12 @@ def launcher_argv(
     argv: list[str], cgroup: SandboxCgroup | None, host_uid: int, limits: Limits
 ) -> tuple[list[str], dict[str, str]]:
     """The shell command and environment that start `argv` inside the limits; nothing else passes."""
+    extra = [] if cgroup is None else [g for g in cgroup.groups() if g not in (cgroup.memory, cgroup.pids)]
     env = {
         "ARBITER_MEMCG": "" if cgroup is None else str(cgroup.memory),
         "ARBITER_PIDSCG": "" if cgroup is None else str(cgroup.pids),
+        "ARBITER_CPUCG": str(extra[0]) if extra else "",
+        "ARBITER_ACCTCG": str(extra[1]) if len(extra) > 1 else "",
         "ARBITER_FSIZE_BLOCKS": str(limits.tmpfs_bytes >> 9),
         "ARBITER_AS_KB": "" if cgroup is not None else str(limits.memory_bytes >> 10),
         "ARBITER_NPROC": str(limits.max_pids),
@@ -155,12 +176,16 @@ class Sandbox:
         self._buffer = bytearray()
         self._ready = False
         self._workdir: str | None = None
+        self.cpu_watch: tuple[int, int] | None = None  # (usage at the start, limit) in ns: see _poll
         seccomp_fd: int | None = None
+        usage = cgroup.usage_file if cgroup is not None else None
+        self.cpu_timed = usage is not None  # the harness times runs on CPU (else on the wall clock)
         if mode == "bwrap":
             if bwrap is None:
                 raise SandboxError("start", "bubblewrap (bwrap) is not installed")
             seccomp_fd = filter_fd(seccomp) if seccomp is not None else None
-            argv, cwd = bwrap_argv(bwrap, runner, limits, seccomp_fd), "/"
+            cpu_usage = None if usage is None else str(usage)
+            argv, cwd = bwrap_argv(bwrap, runner, limits, seccomp_fd, cpu_usage), "/"
         else:
             self._workdir = tempfile.mkdtemp(prefix="arbiter-code-unsafe-")
             if os.getuid() == 0:
@@ -169,6 +194,8 @@ class Sandbox:
         command, env = launcher_argv(argv, cgroup, host_uid, limits)
         if mode == "unsafe":
             env.update(_ENV)
+            if usage is not None:
+                env["ARBITER_CPU_USAGE"] = str(usage)
         try:
             self.process = subprocess.Popen(
                 command,
@@ -196,6 +223,10 @@ class Sandbox:
 
     def oom_kills(self) -> int:
         return self.cgroup.oom_kills() - self._oom_base if self.cgroup is not None else 0
+
+    def cpu_usage_ns(self) -> int | None:
+        """CPU time every process of the sandbox used so far (its cpuacct group), if known."""
+        return self.cgroup.cpu_usage_ns() if self.cgroup is not None else None
 
     def stderr_text(self) -> str:
         return self.stderr_tail.decode("utf-8", "replace")
@@ -242,6 +273,11 @@ class Sandbox:
         left = deadline - time.monotonic()
         if left <= 0:
             raise SandboxError("timeout", "deadline passed")
+        if self.cpu_watch is not None:  # a function test's CPU time: the program runs in the harness
+            usage = self.cpu_usage_ns()
+            if usage is not None and usage - self.cpu_watch[0] > self.cpu_watch[1]:
+                raise SandboxError("timeout", CPU_OVER)
+            left = min(left, CPU_POLL_S)
         ready = False
         for ready_fd, _ in poller.poll(left * 1000):
             if ready_fd == self._err:

@@ -24,7 +24,7 @@ from services.reward_rules.code.harness import (
     decode_value,
     encode_value,
 )
-from services.reward_rules.code.sandbox import Sandbox, SandboxError, parse_frame
+from services.reward_rules.code.sandbox import CPU_OVER, Sandbox, SandboxError, parse_frame
 
 # Why a test failed, as counted in the logs.
 WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (
@@ -66,6 +66,28 @@ class StdioRun:
     memory_killed: bool
     stdout: bytes
     stderr: bytes
+    over: str = ""  # which limit a timeout passed: "cpu" (CPU time), "wall" (wall clock), "" (unsaid)
+
+
+@dataclass(frozen=True)
+class TimeRule:
+    """How a test's time limit is measured.
+
+    `cpu`: the sandboxes count their CPU time (a cpuacct cgroup): the time limit is the CPU time
+    of everything the test ran in the program's sandbox, and the wall-clock limit, for a program
+    that sleeps or blocks, is `wall_factor` x the limit + `wall_extra_s`: a program slowed by
+    other samples' load stays within its CPU time and passes. Otherwise the limit is wall-clock.
+    """
+
+    cpu: bool = False
+    wall_factor: float = 3.0
+    wall_extra_s: float = 1.0
+
+    def wall(self, limit_s: float) -> float:
+        return limit_s * self.wall_factor + self.wall_extra_s if self.cpu else limit_s
+
+
+WALL_CLOCK = TimeRule()  # time limits on the wall clock (no CPU accounting)
 
 
 STDIO_OPS = frozenset(
@@ -107,8 +129,12 @@ class Session:
         max_restarts: int,
         module: str,
         prelude: str = "",
+        time_rule: TimeRule | None = None,
     ) -> None:
         self.pool = source_pool
+        self.time_rule = time_rule or TimeRule()
+        self._test_cpu_ns = 0  # a function test's CPU limit (begin_test); 0: none
+        self._test_cpu_base: tuple[SandboxLike, int] | None = None
         self.program = program
         self.prelude = prelude  # the label's helpers, run before the program in its namespace
         self.memory_bytes = memory_bytes
@@ -183,7 +209,7 @@ class Session:
         self.reusable = False
         sandbox.kill()
         if exc.kind == "timeout":
-            failure = CandidateFailure(TIMEOUT, "")
+            failure = CandidateFailure(TIMEOUT, CPU_OVER if str(exc) == CPU_OVER else "")
         elif sandbox.oom_kills():
             failure = CandidateFailure(MEMORY, f"{self.memory_bytes >> 20} MB")
         elif exc.kind == "oversize":
@@ -200,12 +226,43 @@ class Session:
         self, message: dict[str, Any], deadline: float, max_reply: int | None = None
     ) -> dict[str, Any]:
         sandbox = self._start()
+        watched = message.get("op") in ("load", "call")
         if message.get("op") not in STDIO_OPS:
             self.reusable = False  # the candidate's code runs in the harness itself
         try:
+            if watched:
+                self._watch_cpu(sandbox)
             return sandbox.request(message, deadline, max_reply)
         except SandboxError as exc:
             raise self._fail(sandbox, exc) from None
+        finally:
+            if watched:
+                self._unwatch_cpu(sandbox)
+
+    # -------------------------------------------------------------- CPU time of function tests
+
+    def begin_test(self, cpu_limit_s: float) -> None:
+        """Starts a function test's CPU clock: its loads, calls and relayed calls (the program's
+        code runs in its harness) together may use `cpu_limit_s` of the sandbox's CPU time (all
+        of its threads and processes), where the sandbox counts it (`TimeRule.cpu`); the test's
+        wall-clock deadline is the caller's."""
+        self._test_cpu_ns = int(cpu_limit_s * 1e9) if self.time_rule.cpu else 0
+        self._test_cpu_base = None
+
+    def _watch_cpu(self, sandbox: SandboxLike) -> None:
+        if not self._test_cpu_ns or not isinstance(sandbox, Sandbox):
+            return
+        if self._test_cpu_base is None or self._test_cpu_base[0] is not sandbox:
+            usage = sandbox.cpu_usage_ns()
+            if usage is None:
+                return
+            self._test_cpu_base = (sandbox, usage)
+        sandbox.cpu_watch = (self._test_cpu_base[1], self._test_cpu_ns)
+
+    @staticmethod
+    def _unwatch_cpu(sandbox: SandboxLike) -> None:
+        if isinstance(sandbox, Sandbox):
+            sandbox.cpu_watch = None
 
     # -------------------------------------------------------------- function tests
 
@@ -262,9 +319,12 @@ class Session:
         sandbox = self.sandbox
         self.reusable = False
         try:
+            self._watch_cpu(sandbox)
             return sandbox.request_raw(body, deadline, max_reply)
         except SandboxError as exc:
             raise self._fail(sandbox, exc) from None
+        finally:
+            self._unwatch_cpu(sandbox)
 
     # -------------------------------------------------------------- stdio tests
 
@@ -275,13 +335,17 @@ class Session:
         max_output: int,
         files: dict[str, bytes] | None = None,
         args: list[str] | None = None,
+        wall_limit_s: float | None = None,
     ) -> StdioRun:
         """One run on `stdin`; a compiled program may get `files` in its work dir and `args` (a
-        checker program's convention), the work dir emptied after it."""
+        checker program's convention), the work dir emptied after it. `time_limit_s` is measured
+        as the time rule says; `wall_limit_s` (default: the rule's) caps its wall clock."""
+        wall = self.time_rule.wall(time_limit_s) if wall_limit_s is None else wall_limit_s
         message: dict[str, Any] = {
             "op": "stdio",
             "input": stdin,
             "time_limit_s": time_limit_s,
+            "wall_limit_s": wall,
             "max_output_bytes": max_output,
         }
         if files:
@@ -297,7 +361,7 @@ class Session:
             message["source"] = self.program
         oom_before = sandbox.oom_kills()
         frame = (max_output + 4096) * 4 // 3 + _SMALL_REPLY  # base64 of the capped stdout and stderr tail
-        reply = self._request(message, time.monotonic() + time_limit_s + SUPERVISION_SLACK_S, frame)
+        reply = self._request(message, time.monotonic() + wall + SUPERVISION_SLACK_S, frame)
         try:
             run = StdioRun(
                 exit_code=int(reply["exit"]),
@@ -307,6 +371,7 @@ class Session:
                 memory_killed=sandbox.oom_kills() > oom_before,
                 stdout=base64.b64decode(reply["stdout"], validate=True)[: max_output + 1],
                 stderr=base64.b64decode(reply["stderr"], validate=True)[-4096:],
+                over=str(reply.get("over") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise self._fail(sandbox, SandboxError("protocol", f"bad stdio reply: {exc}")) from None
@@ -328,9 +393,10 @@ class Session:
         restarts are left). Raises CandidateFailure when no sandbox may start (restarts spent).
 
         A local sandbox gets the whole batch in one request and answers a frame per run (the
-        harness keeps the same limits: harness.stdio_batch); each frame must come within
-        `time_limit_s` and the supervision slack of the one before, the last by the budget (or
-        within the slack of the caller's asking for it, when judging the one before took longer).
+        harness keeps the same limits: harness.stdio_batch); each frame must come within the
+        wall-clock limit (`TimeRule.wall`) and the supervision slack of the one before, the last
+        by the budget (or within the slack of the caller's asking for it, when judging the one
+        before took longer).
 
         Each input's `max_output` is applied here; the harness stops a run only past `output_cap`,
         the same for every run. A bound made from the expected output (its length) never goes into
@@ -346,6 +412,7 @@ class Session:
             "inputs": [stdin for stdin, _ in inputs],
             "max_output_bytes": [max(output_cap, max_output) for _, max_output in inputs],
             "time_limit_s": time_limit_s,
+            "wall_limit_s": self.time_rule.wall(time_limit_s),
             "budget_s": max(budget_deadline - time.monotonic(), 0.0),
             "max_timeouts": max_timeouts,
         }
@@ -373,7 +440,7 @@ class Session:
                 # Never before the slack from now: the caller judges a run (a checker, twice on a
                 # FAIL; a checker sandbox's start) while the next runs, and a frame already waiting
                 # when it asks is no timeout of the program's (the harness times each run itself).
-                due = max(min(last + time_limit_s, budget_deadline), time.monotonic())
+                due = max(min(last + message["wall_limit_s"], budget_deadline), time.monotonic())
                 deadline = due + SUPERVISION_SLACK_S
                 frame = (message["max_output_bytes"][index] + 4096) * 4 // 3 + _SMALL_REPLY
                 try:
@@ -418,7 +485,8 @@ class Session:
                 yield "timeouts"
                 continue
             try:
-                run = self.run_stdio(stdin, min(time_limit_s, left), max_output)
+                wall = min(self.time_rule.wall(time_limit_s), left)
+                run = self.run_stdio(stdin, min(time_limit_s, left), max_output, wall_limit_s=wall)
             except CandidateFailure as exc:
                 yield exc
                 return
@@ -443,4 +511,5 @@ class Session:
             memory_killed=False,
             stdout=stdout[: max_output + 1],
             stderr=base64.b64decode(reply["stderr"], validate=True)[-4096:],
+            over=str(reply.get("over") or ""),
         )

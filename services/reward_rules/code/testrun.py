@@ -28,11 +28,13 @@ from services.reward_rules.code.session import (
     MEMORY,
     OUTPUT,
     TIMEOUT,
+    WALL_CLOCK,
     WRONG,
     CandidateFailure,
     InfrastructureError,
     Session,
     StdioRun,
+    TimeRule,
     last_line,
 )
 from services.reward_rules.code.tests_spec import (
@@ -82,9 +84,22 @@ class Budget:
     tolerance: float = 0.0  # for labels that set none
     max_value_bytes: int = 4 << 20
     max_timeouts: int = 2  # after this many timed-out tests, a sample's other tests are not run
+    time_rule: TimeRule = WALL_CLOCK  # how time_limit_s is measured (CPU time, or wall clock)
 
     def test_deadline(self) -> float:
-        return min(time.monotonic() + self.time_limit_s, self.sample_deadline)
+        """The test's wall-clock deadline (its CPU time is limited by the session: begin_test)."""
+        return min(time.monotonic() + self.time_rule.wall(self.time_limit_s), self.sample_deadline)
+
+    def time_left(self) -> float:
+        """A test's time limit, as far as the sample's budget leaves it."""
+        return min(self.time_limit_s, self.sample_deadline - time.monotonic())
+
+    def timeout_message(self, over: str = "") -> str:
+        if over == "wall":
+            return f"over the {self.time_rule.wall(self.time_limit_s):g} s wall-clock limit"
+        if over == "cpu" or self.time_rule.cpu:
+            return f"over {self.time_limit_s:g} s of CPU time"
+        return f"{self.time_limit_s:g} s"
 
 
 def _failure_outcome(name: str, exc: BaseException) -> CaseOutcome:
@@ -114,6 +129,7 @@ def _prepared(session: Session, report: Report, budget: Budget, name: str) -> Ca
     if early is not None:
         return early
     try:
+        session.begin_test(budget.time_limit_s)  # loading is timed as a test of its own
         session.prepare(budget.test_deadline())
     except InfrastructureError:
         raise
@@ -185,6 +201,7 @@ def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTest
             if early is not None:
                 report.outcomes.append(early)
                 continue
+            session.begin_test(budget.time_limit_s)
             verdict = judge.run(message, session, budget.test_deadline())
             report.outcomes.append(CaseOutcome(name, verdict.passed, verdict.reason, verdict.message))
     finally:
@@ -209,6 +226,7 @@ def run_calls(session: Session, tests: CallTests, budget: Budget) -> Report:
         if early is not None:
             report.outcomes.append(early)
             continue
+        session.begin_test(budget.time_limit_s)
         deadline = budget.test_deadline()
         bound = _value_bound(case.expected, budget.max_value_bytes)
         try:
@@ -271,7 +289,8 @@ def _checked(
     """The dataset's checker on one output, in a sandbox of its own; its failures are wrong answers
     (a C++ checker's statuses: checker.py)."""
     if isinstance(checker, NativeChecker):  # its verdicts say "the checker" themselves
-        verdict = checker.check(case.input, case.output, output, budget.test_deadline() - time.monotonic())
+        wall = budget.test_deadline() - time.monotonic()
+        verdict = checker.check(case.input, case.output, output, budget.time_left(), wall)
         return CaseOutcome(name, verdict.passed, verdict.reason, verdict.message)
     actual = output.decode("utf-8", "replace")
     message = {"op": "run", "input": case.input, "expected": case.output, "output": actual}
@@ -315,7 +334,9 @@ def _run_cases(
     compile_started = time.monotonic()
     if build is not None:
         # waiting for the same program's compile elsewhere included
-        error = prepare_binary(session, build, compile_started + build.time_limit_s + 5.0)
+        error = prepare_binary(
+            session, build, compile_started + session.time_rule.wall(build.time_limit_s) + 5.0
+        )
         if error is not None:  # every test fails with it: the totals stay the label's
             cases = range(1, len(tests.cases) + 1)
             report.outcomes = [CaseOutcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
@@ -387,7 +408,7 @@ def _stdio_outcome(
     if run.memory_killed:
         return CaseOutcome(name, False, MEMORY, f"{session.memory_bytes >> 20} MB")
     if run.timeout:
-        return CaseOutcome(name, False, TIMEOUT, f"{budget.time_limit_s:g} s")
+        return CaseOutcome(name, False, TIMEOUT, budget.timeout_message(run.over))
     if run.output_limit:
         return CaseOutcome(name, False, OUTPUT, f"over {max_output} bytes")
     if run.signal or run.exit_code:
