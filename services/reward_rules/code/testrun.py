@@ -95,11 +95,11 @@ class Budget:
         return min(self.time_limit_s, self.sample_deadline - time.monotonic())
 
     def timeout_message(self, over: str = "") -> str:
+        if not self.time_rule.cpu:
+            return f"{self.time_limit_s:g} s"
         if over == "wall":
             return f"over the {self.time_rule.wall(self.time_limit_s):g} s wall-clock limit"
-        if over == "cpu" or self.time_rule.cpu:
-            return f"over {self.time_limit_s:g} s of CPU time"
-        return f"{self.time_limit_s:g} s"
+        return f"over {self.time_limit_s:g} s of CPU time"
 
 
 def _failure_outcome(name: str, exc: BaseException) -> CaseOutcome:
