@@ -136,6 +136,7 @@ class RubricEvaluator:
         self.pool = pool
         self.cache = cache
         self.sampling = sampling
+        self._params_of: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = {}
         self.retry = retry
         self.cache_nondeterministic = cache_nondeterministic
         self.metrics = metrics
@@ -287,6 +288,17 @@ class RubricEvaluator:
     ) -> tuple[ChatRequest, int, str]:
         """The chat request without its verdict code, how many characters of the response the
         judge is not shown, and the verdict-code note to end the request with ("" for none)."""
+        view = shown(context, self.max_response_chars, self.max_response_bytes)  # fenced, cut to size
+        messages = tuple((m.role, _render(m.content, view.context)) for m in rubric.messages)
+        note = _note(rubric) if rubric.verdict_nonce and not rubric.structured_output else ""
+        return ChatRequest(messages=messages, params=self._params(rubric)), view.cut_chars, note
+
+    def _params(self, rubric: ScoreModelRubric | LabelModelRubric) -> tuple[tuple[str, Any], ...]:
+        """The request parameters of a rubric (its sampling over the service's): the same for
+        every sample, so made once per rubric."""
+        known = self._params_of.get(id(rubric))
+        if known is not None and known[0] is rubric:
+            return known[1]
         overrides = rubric.sampling.model_dump(exclude_none=True)
         sampling = self.sampling.model_copy(update=overrides)
         params: dict[str, Any] = {
@@ -301,10 +313,9 @@ class RubricEvaluator:
             params["top_logprobs"] = sampling.top_logprobs
         if rubric.structured_output:
             params["response_format"] = _schema(rubric)
-        view = shown(context, self.max_response_chars, self.max_response_bytes)  # fenced, cut to size
-        messages = tuple((m.role, _render(m.content, view.context)) for m in rubric.messages)
-        note = _note(rubric) if rubric.verdict_nonce and not rubric.structured_output else ""
-        return ChatRequest(messages=messages, params=tuple(sorted(params.items()))), view.cut_chars, note
+        made = tuple(sorted(params.items()))
+        self._params_of[id(rubric)] = (rubric, made)
+        return made
 
     def deterministic(self, request: ChatRequest) -> bool:
         params = dict(request.params)
