@@ -28,7 +28,7 @@ from services.common.contract import Result, Sample, Status
 from services.common.fleet import merge_metrics
 from services.gateway.stats import RollingStats
 from testkit.openrlhf_client import post_all
-from testkit.procs import ServiceProcess, free_port
+from testkit.procs import ServiceProcess, children, free_port
 
 ARBITER = [sys.executable, "-m", "services.cli"]
 
@@ -40,11 +40,6 @@ def _metric(text: str, name: str, **labels: str) -> float:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 total += sample.value
     return total
-
-
-def _children(pid: int) -> list[int]:
-    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(p) for p in found]
 
 
 def _rundir(worker_pid: int) -> Path:
@@ -121,7 +116,7 @@ def test_connections_spread_and_views_merge(served: tuple[ServiceProcess, str, s
     assert all(r.ok for r in replies)
     assert all(r.data is not None and r.data["rewards"] == [1.0] for r in replies)
 
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     assert len(workers) == 2
     rundir = _rundir(workers[0])
     own = [
@@ -155,19 +150,19 @@ def test_connections_spread_and_views_merge(served: tuple[ServiceProcess, str, s
 
 def test_a_dead_worker_is_replaced_while_its_sibling_serves(served: tuple[ServiceProcess, str, str]) -> None:
     proc, gateway, _ = served
-    first, second = _children(proc.pid)
+    first, second = children(proc.pid)
     os.kill(first, signal.SIGKILL)
     # OpenRLHF's client retries a refused or reset connection: nothing is lost meanwhile
     replies, _ = asyncio.run(post_all(f"{gateway}/get_reward", _bodies(100, 1000), clients=8))
     assert all(r.ok for r in replies)
     _wait_covered(f"{gateway}/metrics")
-    now = _children(proc.pid)
+    now = children(proc.pid)
     assert second in now and first not in now and len(now) == 2
 
 
 def test_sigterm_stops_every_worker_and_cleans_up(served: tuple[ServiceProcess, str, str]) -> None:
     proc, _, _ = served
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     rundir = _rundir(workers[0])
     assert proc.stop() == 0
     for pid in workers:
@@ -177,7 +172,7 @@ def test_sigterm_stops_every_worker_and_cleans_up(served: tuple[ServiceProcess, 
 
 def test_workers_die_with_a_killed_supervisor(served: tuple[ServiceProcess, str, str]) -> None:
     proc, gateway, _ = served
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
@@ -302,3 +297,25 @@ def test_judge_workers_keep_the_services_upstream_cap(tmp_path: Path) -> None:
     graded, peak = asyncio.run(scenario())
     assert graded == 60
     assert 2 <= peak <= 4
+
+
+def test_a_siblings_large_part_arrives_whole(tmp_path: Path) -> None:
+    """A view's part comes over the socket in several reads (a full stats window is megabytes):
+    the gatherer gets all of it, never the first chunk."""
+    from services.common.fleet import Fleet
+
+    big = bytes(range(256)) * 20_000  # 5 MB
+
+    async def scenario() -> list[bytes]:
+        one, two = Fleet(tmp_path, 0, 2), Fleet(tmp_path, 1, 2)
+        one.provide("gateway/stats", lambda: b"own")
+        two.provide("gateway/stats", lambda: big)
+        await one.start()
+        await two.start()
+        try:
+            return (await one.gather("gateway/stats")).parts
+        finally:
+            await one.stop()
+            await two.stop()
+
+    assert asyncio.run(scenario()) == [b"own", big]

@@ -112,7 +112,7 @@ class Fleet:
                 reader, writer = await asyncio.open_unix_connection(str(self.socket_path(index)))
                 writer.write(name.encode() + b"\n")
                 await writer.drain()
-                part = await reader.read(_MAX_PART)
+                part = await _read_to_eof(reader)
         except (OSError, TimeoutError) as exc:
             log.warning("worker %d gave no %s (%s): the view leaves it out", index, name, exc)
             return None
@@ -120,6 +120,19 @@ class Fleet:
             if writer is not None:
                 writer.close()
         return part or None
+
+
+async def _read_to_eof(reader: asyncio.StreamReader) -> bytes:
+    """A sibling's whole part (a read returns what has arrived so far, not the whole reply), at
+    most _MAX_PART bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= _MAX_PART and (chunk := await reader.read(1 << 20)):
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > _MAX_PART:
+        raise OSError(f"a part over {_MAX_PART} bytes")
+    return b"".join(chunks)
 
 
 @dataclass(frozen=True, slots=True)
