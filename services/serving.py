@@ -208,6 +208,8 @@ class _Worker:
 async def _supervise(
     settings: ArbiterSettings, names: Sequence[str], count: int, announce: Announce | None
 ) -> None:
+    from services.common.server import stop_on_signals
+
     held = _reserve_ports(settings, names)
     rundir = Path(tempfile.mkdtemp(prefix="arbiter-workers-"))
     try:
@@ -234,10 +236,7 @@ async def _supervise(
             )
             for i in range(count)
         ]
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         try:
             served = await asyncio.gather(*(w.start() for w in workers))
             log.info("%d workers serving %s", count, ", ".join(names))

@@ -418,10 +418,16 @@ def build_http_app(
             return _json({"status": "starting"}, 503)
         return _json({"status": "ready", "queue": len(engine.batcher)})
 
+    def own_metrics() -> bytes:
+        return generate_latest(engine.metrics.registry)
+
+    if fleet is not None:
+        fleet.provide("metrics", own_metrics)  # this worker's part of every sibling's /metrics
+
     @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> Response:
         if fleet is None:
-            return Response(generate_latest(engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+            return Response(own_metrics(), media_type=CONTENT_TYPE_LATEST)
         gathered = await fleet.gather("metrics")
         merged = await off_loop(merge_metrics, gathered.parts)
         return Response(merged, media_type=CONTENT_TYPE_LATEST, headers={WORKERS_HEADER: gathered.coverage})

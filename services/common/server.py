@@ -18,7 +18,6 @@ import grpc
 import uvicorn
 from fastapi import APIRouter
 from grpc_health.v1 import health
-from prometheus_client import generate_latest
 
 from services.common.auth import load_token
 from services.common.cache import make_cache
@@ -167,9 +166,6 @@ class GraderServer:
         app = build_http_app(
             self.engine, title=f"arbiter {self.name}", routers=self.routers, token=token, fleet=self.fleet
         )
-        if self.fleet is not None:
-            registry = self.engine.metrics.registry
-            self.fleet.provide("metrics", lambda: generate_latest(registry))
         self._http = AsgiServer(
             app,
             self.settings.host,
@@ -217,14 +213,20 @@ class GraderServer:
         await self.stop()
 
 
-async def run_until_signalled(
-    servers: Sequence[GraderServer], on_started: Callable[[], None] | None = None
-) -> None:
-    """Start the servers, wait for SIGINT/SIGTERM, stop them all gracefully."""
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM (the running loop's handlers): what a process owner waits on."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run_until_signalled(
+    servers: Sequence[GraderServer], on_started: Callable[[], None] | None = None
+) -> None:
+    """Start the servers, wait for SIGINT/SIGTERM, stop them all gracefully."""
+    stop = stop_on_signals()
     started: list[GraderServer] = []
     try:
         for server in servers:
