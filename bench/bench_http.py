@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from testkit.openrlhf_client import Reply, post_all  # noqa: E402
-from testkit.procs import ServiceProcess, free_port  # noqa: E402
+from testkit.procs import ServiceProcess, children, free_port  # noqa: E402
 
 CONSTANT = json.dumps({"rewards": [0.0], "scores": [0.0], "extra_logs": {}}).encode()
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -90,11 +90,10 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process, its live descendants and their reaped children, from /proc."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return 0.0
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return (utime + stime + cutime + cstime) / TICKS + sum(cpu_seconds(int(c)) for c in children)
+    return (utime + stime + cutime + cstime) / TICKS + sum(cpu_seconds(c) for c in children(pid))
 
 
 LABELS = {"judge_proxy": json.dumps({"grader": "judge"})}  # the judge's default rubric

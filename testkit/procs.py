@@ -117,14 +117,18 @@ def start_redis(port: int, workdir: Path | None = None) -> subprocess.Popen[byte
     return proc
 
 
+def children(pid: int) -> list[int]:
+    """A live process's direct children (none once it has gone)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
 def rss_mib(pid: int) -> float:
     """Resident memory of a process and its children (worker pools), in MiB."""
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(p) for p in children.read_text().split()]
     total = 0.0
-    for p in pids:
+    for p in [pid, *children(pid)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
