@@ -98,7 +98,8 @@ class MicroBatcher(Generic[T, R]):
                     remaining = oldest + max_wait - time.monotonic()
                     if remaining > 0:
                         with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._full.wait(), remaining)
+                            async with asyncio.timeout(remaining):
+                                await self._full.wait()
                 batch = self._take_batch()
             except BaseException:
                 self._slots.release()

@@ -44,6 +44,9 @@ def cache_key(grader: GraderInfo, sample: Sample) -> str:
 
 
 class Cache(Protocol):
+    # True: the store is this process's memory, a write costs less than a task to wait for it.
+    local: bool
+
     async def get_many(self, keys: Sequence[str]) -> list[Result | None]: ...
 
     async def set_many(self, items: Sequence[tuple[str, Result]]) -> None: ...
@@ -52,6 +55,8 @@ class Cache(Protocol):
 
 
 class NullCache:
+    local = True
+
     async def get_many(self, keys: Sequence[str]) -> list[Result | None]:
         return [None] * len(keys)
 
@@ -64,6 +69,8 @@ class NullCache:
 
 class MemoryCache:
     """LRU bounded by entry count; entries expire after ttl_s (0 = never)."""
+
+    local = True
 
     def __init__(self, max_entries: int, ttl_s: float = 0.0) -> None:
         self._max = max_entries
@@ -104,6 +111,8 @@ class MemoryCache:
 
 class RedisCache:
     """Results as JSON strings under the shared key scheme, with a TTL."""
+
+    local = False  # a round trip: the engine writes in the background, replies do not wait
 
     def __init__(self, settings: CacheSettings) -> None:
         import redis.asyncio as redis

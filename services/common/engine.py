@@ -156,9 +156,9 @@ class ScoringEngine:
         results: list[Result | None] = list(hits)
         hit_count = sum(1 for hit in hits if hit is not None)
         if hit_count:
-            self.metrics.cache.labels("hit").inc(hit_count)
+            self.metrics.child(self.metrics.cache, "hit").inc(hit_count)
         if hit_count < len(hits):
-            self.metrics.cache.labels("miss").inc(len(hits) - hit_count)
+            self.metrics.child(self.metrics.cache, "miss").inc(len(hits) - hit_count)
         flights: dict[int, _Flight] = {}
         fresh: list[tuple[str, Result]] = []
         try:
@@ -179,12 +179,15 @@ class ScoringEngine:
             for flight in flights.values():
                 self._leave(flight)
         if fresh and shared:
-            self._in_background(self.cache.set_many(fresh))
+            if self.cache.local:
+                await self.cache.set_many(fresh)
+            else:
+                self._in_background(self.cache.set_many(fresh))
         # Emergence scans and the logs of every result: in a thread when the request is large (by
         # its total size: 4,000 samples of 7 KB are as much work as one of 28 MB).
         final = await maybe_off_loop(size, self._finish_all, samples, results, hits, emergence)
         for status, count in collections.Counter(r.status.value for r in final).items():
-            self.metrics.samples.labels(status).inc(count)
+            self.metrics.child(self.metrics.samples, status).inc(count)
         for observe in self.observers:
             try:
                 observe(samples, final)
@@ -321,7 +324,8 @@ class ScoringEngine:
             tuple(deadlines) if deadlines is not None else (deadline,) * len(samples)
         )
         try:
-            results = await asyncio.wait_for(self.grader.score(samples), remaining)
+            async with asyncio.timeout(remaining):  # not wait_for: no task of its own per batch
+                results = await self.grader.score(samples)
         finally:
             SAMPLE_DEADLINES.reset(token)
         if len(results) != len(samples):

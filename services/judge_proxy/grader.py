@@ -122,10 +122,11 @@ class JudgeGrader(GraderBase):
         callers = SAMPLE_DEADLINES.get()
         if callers is None or len(callers) != len(samples):
             callers = (budget,) * len(samples)
-        graded = (
+        graded = [
             self._grade(sample, min(budget, until)) for sample, until in zip(samples, callers, strict=True)
-        )
-        results = list(await asyncio.gather(*graded))
+        ]
+        # One sample (OpenRLHF's every request) is graded in this task: gather would add one.
+        results = [await graded[0]] if len(graded) == 1 else list(await asyncio.gather(*graded))
         return self._with_length_bias(samples, results)
 
     async def aclose(self) -> None:

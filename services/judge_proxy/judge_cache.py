@@ -55,7 +55,9 @@ def request_key(model: str, request: ChatRequest, spec: tuple[Any, ...]) -> str:
 class JudgeCache:
     def __init__(self, store: Cache, metrics: JudgeMetrics) -> None:
         self.store = store
-        self._metrics = metrics
+        self._lookups = {
+            result: metrics.cache.labels(result) for result in ("bypass", "coalesced", "hit", "miss")
+        }
         self._inflight: dict[str, asyncio.Future[Verdict]] = {}
 
     async def call(
@@ -69,11 +71,11 @@ class JudgeCache:
         `produce` returns the verdict and whether it may be stored; `key=None` bypasses all of it.
         """
         if key is None:
-            self._metrics.cache.labels("bypass").inc()
+            self._lookups["bypass"].inc()
             verdict, _ = await produce()
             return verdict, "upstream"
         while (shared := self._inflight.get(key)) is not None:
-            self._metrics.cache.labels("coalesced").inc()
+            self._lookups["coalesced"].inc()
             try:
                 return await self._join(shared, deadline), "coalesced"
             except Exception as exc:
@@ -88,10 +90,10 @@ class JudgeCache:
             hit = (await self.store.get_many([key]))[0]
             if hit is not None:
                 verdict = Verdict.from_result(hit)
-                self._metrics.cache.labels("hit").inc()
+                self._lookups["hit"].inc()
                 future.set_result(verdict)
                 return verdict, "cache"
-            self._metrics.cache.labels("miss").inc()
+            self._lookups["miss"].inc()
             verdict, storable = await produce()
             if storable:
                 await self.store.set_many([(key, verdict.to_result())])
