@@ -12,9 +12,14 @@ bench starts, each in its own process and in the same run:
                 a fallback or INVALID_INPUT counts as "not graded".
 (reward_rm needs a checkpoint; its edge is the same kit code as the others'.)
 
-Every sample is distinct, so caches never answer. For each server it prints samples/s, the
-server's CPU-ms per sample (its whole process tree, from /proc, so the client's own cost does not
-count), and two ratios against the bare handler: throughput (target >= 0.5x) and CPU per sample.
+Every sample is distinct, so caches never answer. The servers run side by side and take turns,
+`--rounds` (3) times, so a slow spell of the machine falls on all of them; each figure is the
+median over the rounds. For each server it prints samples/s, the server's CPU-ms per sample (its
+whole process tree, from /proc, so the client's own cost does not count), two ratios against the
+bare handler (throughput, target >= 0.5x, taken per round; and CPU per sample), and what the
+machine spent beside it per sample: this client's CPU (OpenRLHF's, on the trainer's machine in
+a real run) and the fake upstream's (the LLM server's, elsewhere in a real run). On 2 cores all
+three share the CPUs, so their costs bound the judge's throughput as much as its own does.
 `--workers 1,2` (the default) runs the table with every server (the bare one too) as 1, then as
 2 processes on one port (`workers: N`, SO_REUSEPORT).
 
@@ -24,7 +29,7 @@ prints the judge's share of that (target >= 0.8x on an idle 2-core machine), for
 count. The bench's client and fake upstream share the machine's cores with the judge (their CPU
 per sample is what the judge's would have to fit beside). `--judge-latency-ms 0` skips it.
 
-    python bench/bench_http.py [--requests 3000] [--clients 64] [--only gateway,reward_rules]
+    python bench/bench_http.py [--requests 3000] [--rounds 3] [--clients 64] [--only gateway,reward_rules]
                                [--workers 1,2] [--judge-latency-ms 50] [--judge-clients 192]
 """
 
@@ -34,12 +39,15 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +120,8 @@ def bodies(count: int, offset: int, label: str = FORMAT) -> list[dict[str, Any]]
 
 
 @contextmanager
-def fake_upstream(latency_s: float) -> Iterator[int]:
+def fake_upstream(latency_s: float) -> Iterator[tuple[int, int]]:
+    """The fake chat-completions server in its own process: (port, pid)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.judge_proxy.fake_openai", "--latency", str(latency_s)],
         cwd=ROOT,
@@ -125,7 +134,7 @@ def fake_upstream(latency_s: float) -> Iterator[int]:
         line = proc.stdout.readline()
         if not line.startswith("READY "):
             raise RuntimeError(f"fake upstream did not start: {line!r}")
-        yield int(line.split()[1])
+        yield int(line.split()[1]), proc.pid
     finally:
         proc.terminate()
         proc.wait(10)
@@ -136,7 +145,8 @@ UPSTREAM_CAP = 64  # the judge's max_concurrency (all workers together): its ide
 
 def start(
     name: str, stack: ExitStack, workdir: Path, workers: int, judge_latency_s: float = 0.0
-) -> ServiceProcess:
+) -> tuple[ServiceProcess, int]:
+    """The server, and the pid of its fake upstream (0 for none)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ARBITER_LOG__LEVEL": "WARNING"}
     env["ARBITER_WORKERS"] = str(workers)
@@ -149,15 +159,16 @@ def start(
             "--workers",
             str(workers),
         ]
-        return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/", env=env))
+        return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/", env=env)), 0
     section = name.upper()
     env.update({f"ARBITER_{section}__HTTP_PORT": str(port), f"ARBITER_{section}__GRPC_PORT": "-1"})
     if name == "gateway":
         config = workdir / "gateway.yaml"
         config.write_text("reward_rules: {math: {workers: 1}}\n")
         env["ARBITER_CONFIG"] = str(config)
+    upstream_pid = 0
     if name == "judge_proxy":
-        upstream = stack.enter_context(fake_upstream(judge_latency_s))
+        upstream, upstream_pid = stack.enter_context(fake_upstream(judge_latency_s))
         config = workdir / "judge.yaml"
         config.write_text(
             "judge_proxy:\n  upstreams:\n    - {base_url: 'http://127.0.0.1:"
@@ -165,7 +176,7 @@ def start(
         )
         env["ARBITER_CONFIG"] = str(config)
     argv = [sys.executable, "-m", f"services.{name}"]
-    return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/readyz", env=env))
+    return stack.enter_context(ServiceProcess(argv, f"http://127.0.0.1:{port}/readyz", env=env)), upstream_pid
 
 
 def graded(reply: Reply) -> bool:
@@ -175,40 +186,66 @@ def graded(reply: Reply) -> bool:
     return reply.ok and logs.get("status/ok") == [1.0] and not any(v != [0.0] for v in flags)
 
 
+@dataclass(frozen=True)
+class Measured:
+    rate: float  # samples/s
+    cpu_ms: float  # the server's CPU-ms per sample (its process tree)
+    bad: int  # answers not graded: failures, fallbacks, invalid
+    client_ms: float  # this client's own CPU-ms per sample
+    upstream_ms: float  # the fake upstream's CPU-ms per sample (0 without one)
+
+
 async def measure(
-    url: str, pid: int, count: int, clients: int, offset: int, label: str = FORMAT
-) -> tuple[float, float, int]:
-    """(samples/s, server CPU-ms per sample, answers not graded: failures, fallbacks, invalid)."""
+    url: str, pid: int, count: int, clients: int, offset: int, label: str = FORMAT, upstream: int = 0
+) -> Measured:
     await post_all(url, bodies(min(200, count), offset + 10_000_000, label), clients)  # warm-up
-    cpu = cpu_seconds(pid)
-    replies, elapsed = await post_all(url, bodies(count, offset, label), clients)
-    used = cpu_seconds(pid) - cpu
-    return count / elapsed, used * 1000 / count, sum(not graded(r) for r in replies)
+    work = bodies(count, offset, label)
+    cpu, up, me = cpu_seconds(pid), cpu_seconds(upstream) if upstream else 0.0, _own_cpu()
+    replies, elapsed = await post_all(url, work, clients)
+    used, client = cpu_seconds(pid) - cpu, _own_cpu() - me
+    up_used = cpu_seconds(upstream) - up if upstream else 0.0
+    bad = sum(not graded(r) for r in replies)
+    per = 1000 / count
+    return Measured(count / elapsed, used * per, bad, client * per, up_used * per)
 
 
-async def run(names: list[str], count: int, clients: int, workers: int) -> None:
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def run(names: list[str], count: int, clients: int, workers: int, rounds: int) -> None:
     print(
-        f"{count} one-sample /get_reward POSTs per server, {clients} concurrent clients, new connection "
-        f"each; {workers} worker process(es) per server"
+        f"{count} one-sample /get_reward POSTs per server and round, {clients} concurrent clients, new "
+        f"connection each; {workers} worker process(es) per server; median of {rounds} round(s)"
     )
     print(
-        f"{'server':<14}{'samples/s':>11}{'CPU-ms/sample':>15}{'throughput':>12}{'CPU ratio':>11}  not graded"
+        f"{'server':<14}{'samples/s':>11}{'CPU-ms/sample':>15}{'throughput':>12}{'CPU ratio':>11}"
+        f"{'client CPU-ms':>15}{'upstream CPU-ms':>17}  not graded"
     )
-    base: tuple[float, float] | None = None
+    every = ["bare", *names]
+    seen: dict[str, list[Measured]] = {name: [] for name in every}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        for index, name in enumerate(["bare", *names]):
-            service = start(name, stack, Path(tmp), workers)
-            path = "/" if name == "bare" else "/get_reward"
-            url = f"{service.ready_url.rsplit('/', 1)[0]}{path}"
-            label = LABELS.get(name, FORMAT)
-            rate, cpu_ms, bad = await measure(url, service.pid, count, clients, index * count, label)
-            if base is None:
-                base = (rate, cpu_ms)
-            print(
-                f"{name:<14}{rate:>11.0f}{cpu_ms:>15.2f}{rate / base[0]:>11.2f}x"
-                f"{base[1] / cpu_ms:>10.2f}x  {'-' if name == 'bare' else bad}"
-            )
-            service.stop()
+        served = {name: start(name, stack, Path(tmp), workers) for name in every}
+        for round_no in range(rounds):  # servers take turns: a slow spell of the machine hits all
+            for index, name in enumerate(every):
+                service, upstream = served[name]
+                path = "/" if name == "bare" else "/get_reward"
+                url = f"{service.ready_url.rsplit('/', 1)[0]}{path}"
+                offset = (round_no * len(every) + index) * count
+                label = LABELS.get(name, FORMAT)
+                seen[name].append(await measure(url, service.pid, count, clients, offset, label, upstream))
+    base = seen["bare"]
+    for name in every:
+        runs = seen[name]
+        ratios = [m.rate / b.rate for m, b in zip(runs, base, strict=True)]
+        cpu = median(m.cpu_ms for m in runs)
+        bad = sum(m.bad for m in runs)
+        print(
+            f"{name:<14}{median(m.rate for m in runs):>11.0f}{cpu:>15.2f}{median(ratios):>11.2f}x"
+            f"{median(b.cpu_ms for b in base) / cpu:>10.2f}x{median(m.client_ms for m in runs):>15.2f}"
+            f"{median(m.upstream_ms for m in runs):>17.2f}  {'-' if name == 'bare' else bad}"
+        )
 
 
 async def run_judge_ideal(count: int, clients: int, workers: int, latency_s: float) -> None:
@@ -218,12 +255,13 @@ async def run_judge_ideal(count: int, clients: int, workers: int, latency_s: flo
         f"in flight -> ideal {ideal:.0f} samples/s; {count} POSTs, {clients} clients, {workers} worker(s)"
     )
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        service = start("judge_proxy", stack, Path(tmp), workers, latency_s)
+        service, upstream = start("judge_proxy", stack, Path(tmp), workers, latency_s)
         url = f"{service.ready_url.rsplit('/', 1)[0]}/get_reward"
-        rate, cpu_ms, bad = await measure(url, service.pid, count, clients, 50 * count, LABELS["judge_proxy"])
-        print(f"judge_proxy {rate:>8.0f} samples/s {cpu_ms:6.2f} CPU-ms/sample {rate / ideal:6.2f}x ideal")
-        print(f"not graded: {bad}")
-        service.stop()
+        m = await measure(url, service.pid, count, clients, 50 * count, LABELS["judge_proxy"], upstream)
+        print(
+            f"judge_proxy {m.rate:>8.0f} samples/s {m.cpu_ms:6.2f} CPU-ms/sample {m.rate / ideal:6.2f}x ideal"
+        )
+        print(f"not graded: {m.bad}")
 
 
 def main() -> None:
@@ -231,6 +269,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="each server measured this many times, in turns"
+    )
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--only", default="reward_rules,gateway,judge_proxy")
     parser.add_argument(
@@ -247,7 +288,7 @@ def main() -> None:
     counts = [int(w) for w in args.workers.split(",")]
     for workers in counts:
         if names:
-            asyncio.run(run(names, args.requests, args.clients, workers))
+            asyncio.run(run(names, args.requests, args.clients, workers, args.rounds))
             print()
     for workers in counts if args.judge_latency_ms > 0 else []:
         latency = args.judge_latency_ms / 1000

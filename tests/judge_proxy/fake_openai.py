@@ -37,11 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
+from services.common.http_app import Receive, Scope, Send
 from services.common.server import AsgiServer
 
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
@@ -77,12 +74,6 @@ class FakeOpenAI:
         self.port = 0
         self._stopping = asyncio.Event()
         self._http: AsgiServer | None = None
-        self.app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                Route("/stats", self._stats, methods=["GET"]),
-            ]
-        )
 
     @property
     def url(self) -> str:
@@ -101,7 +92,7 @@ class FakeOpenAI:
         await self.stop()
 
     async def start(self, port: int = 0) -> None:
-        self._http = AsgiServer(self.app, port=port, timeout_graceful_shutdown=1)
+        self._http = AsgiServer(self.app, port=port, timeout_graceful_shutdown=1, interface="asgi3")
         await self._http.start()
         self.port = self._http.port
 
@@ -110,25 +101,42 @@ class FakeOpenAI:
         if self._http is not None:
             await self._http.stop()
 
-    # -- the endpoint -------------------------------------------------------------------
+    # -- the endpoint (raw ASGI: a framework's routing cost the bench's machine CPU per request) --
 
-    async def _stats(self, request: Request) -> Response:
-        return JSONResponse({"count": self.count, "by_key": dict(self.by_key)})
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        route = (scope["method"], scope["path"])
+        if route == ("POST", "/v1/chat/completions"):
+            body = await _body(receive)
+            status, payload, extra = await self._chat(body, dict(scope["headers"]), receive)
+        elif route == ("GET", "/stats"):
+            status, payload, extra = 200, _json({"count": self.count, "by_key": dict(self.by_key)}), {}
+        else:
+            status, payload, extra = 404, _json({"error": {"message": "not found"}}), {}
+        head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        head += [(k.encode(), v.encode()) for k, v in extra.items()]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": payload})
 
-    async def _chat(self, request: Request) -> Response:
+    async def _chat(
+        self, raw: bytes, headers: dict[bytes, bytes], receive: Receive
+    ) -> tuple[int, bytes, dict[str, str]]:
         self.arrivals.append(time.monotonic())
         self.inflight += 1
         self.peak_inflight = max(self.peak_inflight, self.inflight)
         try:
-            return await self._answer(request)
+            return await self._answer(raw, headers, receive)
         finally:
             self.inflight -= 1
 
-    async def _answer(self, request: Request) -> Response:
-        body = orjson.loads(await request.body())
+    async def _answer(
+        self, raw: bytes, headers: dict[bytes, bytes], receive: Receive
+    ) -> tuple[int, bytes, dict[str, str]]:
+        body = orjson.loads(raw)
         self.count += 1
         if self.keep_bodies:
-            self.requests.append(Seen(body, request.headers.get("authorization", "")))
+            self.requests.append(Seen(body, headers.get(b"authorization", b"").decode("latin-1")))
         text = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
         found = DIRECTIVE.search(text)
         script = dict(self.behaviour)
@@ -139,23 +147,23 @@ class FakeOpenAI:
         self.by_key[key] += 1
         delay = self.latency_s + float(script.get("delay", 0.0))
         if delay and script.get("gone"):
-            if await self._client_left(request, delay):
+            if await _client_left(receive, delay):
                 self.abandoned += 1
-                return Response(status_code=499)
+                return 499, b"", {}
         elif delay:
             await asyncio.sleep(delay)
         if script.get("hang"):
             await self._stopping.wait()
-            return Response(status_code=503)
+            return 503, b"", {}
         if "status" in script and self.by_key[key] <= int(script.get("times", 1 << 30)):
-            headers = {"retry-after": str(script["retry_after"])} if "retry_after" in script else {}
+            extra = {"retry-after": str(script["retry_after"])} if "retry_after" in script else {}
             message = str(script.get("error", f"scripted {script['status']}"))
-            return JSONResponse({"error": {"message": message}}, script["status"], headers=headers)
+            return int(script["status"]), _json({"error": {"message": message}}), extra
         if script.get("malformed") == "json":
-            return Response(b"<html>bad gateway</html>", 200, media_type="application/json")
+            return 200, b"<html>bad gateway</html>", {}
         if script.get("malformed") == "no_choices":
-            return JSONResponse({"object": "chat.completion", "model": self.model})
-        return Response(orjson.dumps(self._completion(body, text, script)), media_type="application/json")
+            return 200, _json({"object": "chat.completion", "model": self.model}), {}
+        return 200, _json(self._completion(body, text, script)), {}
 
     def _completion(self, body: dict[str, Any], text: str, script: dict[str, Any]) -> dict[str, Any]:
         content, verdict = self._reply(text, script)
@@ -190,16 +198,6 @@ class FakeOpenAI:
             },
         }
 
-    @staticmethod
-    async def _client_left(request: Request, delay: float) -> bool:
-        """Sleep `delay`, watching for the client to go away; True when it did."""
-        until = time.monotonic() + delay
-        while (left := until - time.monotonic()) > 0:
-            if await request.is_disconnected():
-                return True
-            await asyncio.sleep(min(0.02, left))
-        return False
-
     @classmethod
     def _reply(cls, text: str, script: dict[str, Any]) -> tuple[str, str]:
         content, verdict = cls._verdict(text, script)
@@ -233,6 +231,33 @@ class FakeOpenAI:
             return f"Reasoning done. Verdict: [[{script['label']}]]", str(script["label"])
         score = script.get("score", 7)
         return f"The response is adequate. Rating: [[{score}]]", str(score)
+
+
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks = []
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+async def _client_left(receive: Receive, delay: float) -> bool:
+    """Wait `delay`, watching for the client to go away; True when it did."""
+    try:
+        async with asyncio.timeout(delay):
+            while (await receive())["type"] != "http.disconnect":
+                pass
+    except TimeoutError:
+        return False
+    return True
 
 
 async def _serve(port: int, latency_s: float) -> None:
