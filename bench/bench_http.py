@@ -53,6 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
+from services.common.lifeline import die_with_parent  # noqa: E402
 from testkit.openrlhf_client import Reply, post_all  # noqa: E402
 from testkit.procs import ServiceProcess, children, free_port  # noqa: E402
 
@@ -84,8 +85,10 @@ def serve_bare(port: int, workers: int) -> None:
 
     import uvicorn
 
+    parent = os.getpid()
     for _ in range(workers - 1):
         if os.fork() == 0:
+            die_with_parent(parent)  # stopped with the first (the bench stops that one)
             break
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import gc
 import json
 import logging
@@ -34,6 +33,7 @@ from typing import Any
 from services import catalog
 from services.common.contract import GraderInfo
 from services.common.fleet import Fleet
+from services.common.lifeline import die_with_parent
 from services.common.logs import configure_logging
 from services.settings import ArbiterSettings, load
 
@@ -231,6 +231,8 @@ async def _supervise(
                     str(rundir),
                     "--settings",
                     str(settings_file),
+                    "--supervisor",
+                    str(os.getpid()),
                     *names,
                 ],
             )
@@ -288,24 +290,16 @@ async def _watch(workers: list[_Worker], stop: asyncio.Event) -> None:
 # --- a worker ----------------------------------------------------------------------------------
 
 
-def _die_with_parent() -> None:
-    """SIGTERM this worker when the supervisor goes, even by SIGKILL (Linux prctl)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the supervisor was gone before the line above
-        raise SystemExit(1)
-
-
 def _worker_main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m services.serving")
     parser.add_argument("--worker", type=int, required=True)
     parser.add_argument("--of", type=int, required=True)
     parser.add_argument("--rundir", required=True)
     parser.add_argument("--settings", required=True)
+    parser.add_argument("--supervisor", type=int, required=True)
     parser.add_argument("names", nargs="+")
     args = parser.parse_args(argv)
-    _die_with_parent()
+    die_with_parent(args.supervisor)  # SIGTERM when the supervisor goes, even by SIGKILL
     settings = ArbiterSettings.model_validate(json.loads(Path(args.settings).read_text()))
     configure_logging(settings.log.level, settings.log.json_format)
     fleet = Fleet(args.rundir, args.worker, args.of)

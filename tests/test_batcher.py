@@ -61,6 +61,52 @@ async def test_a_lone_item_waits_at_most_max_wait() -> None:
     assert waited < 5.0  # generous: it must not wait for a batch that never fills
 
 
+class Gauge:
+    """A grader that records how many of its batches run at once."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+        self.running = 0
+        self.peak = 0
+
+    async def __call__(self, items: list[int]) -> list[int]:
+        self.batches.append(list(items))
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        await asyncio.sleep(0.02)
+        self.running -= 1
+        return [i * 10 for i in items]
+
+
+async def test_without_a_wait_a_free_slot_starts_the_batch_at_once_and_the_bound_holds() -> None:
+    gauge = Gauge()
+    batcher = MicroBatcher(gauge, BatchSettings(max_batch_size=8, max_wait_ms=0, max_concurrent_batches=3))
+    await batcher.start()
+    await asyncio.sleep(0)  # the loop takes its slot and waits for work
+    # The loop holds one slot while it waits for work: two samples start alone, at submit time,
+    # the rest queue and go in batches as slots free up, in order.
+    futures = [batcher.submit(i, far()) for i in range(20)]
+    assert gauge.batches == []  # started, not yet run: the batch tasks run on the loop's next turn
+    assert len(batcher) == 18
+    assert await asyncio.gather(*futures) == [i * 10 for i in range(20)]
+    await batcher.stop()
+    assert gauge.peak <= 3
+    assert gauge.batches[:2] == [[0], [1]]
+    assert [i for b in gauge.batches[2:] for i in b] == list(range(2, 20))  # FIFO behind them
+    assert max(len(b) for b in gauge.batches) > 1  # busy slots: the queue formed batches
+
+
+async def test_a_batcher_that_waits_to_fill_batches_never_starts_one_at_submit() -> None:
+    gauge = Gauge()
+    batcher = MicroBatcher(gauge, BatchSettings(max_batch_size=8, max_wait_ms=30, max_concurrent_batches=3))
+    await batcher.start()
+    futures = [batcher.submit(i, far()) for i in range(5)]
+    assert len(batcher) == 5
+    assert await asyncio.gather(*futures) == [i * 10 for i in range(5)]
+    await batcher.stop()
+    assert gauge.batches == [[0, 1, 2, 3, 4]]
+
+
 async def test_expired_items_are_not_processed() -> None:
     recorder = Recorder(delay_s=0.2)
     batcher = MicroBatcher(recorder, BatchSettings(max_batch_size=1, max_wait_ms=0, max_concurrent_batches=1))

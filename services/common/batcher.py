@@ -4,7 +4,9 @@ OpenRLHF sends one sample per request, thousands at once; graders (a model forwa
 a process pool) are far cheaper per sample in batches. The batcher takes a slot
 (at most `max_concurrent_batches` batches in flight) before it forms a batch, so
 while the grader is busy the queue grows and the next batch is larger: batch size
-adapts to load, and an idle server adds at most `max_wait_ms` of latency.
+adapts to load, and an idle server adds at most `max_wait_ms` of latency. With `max_wait_ms: 0`
+(the judge: batching saves nothing on its upstream calls) a sample that finds a slot free and
+nobody queued starts its batch at once, in submit.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ class MicroBatcher(Generic[T, R]):
         self._queue: collections.deque[_Item[T, R]] = collections.deque()
         self._not_empty = asyncio.Event()
         self._full = asyncio.Event()
-        self._slots = asyncio.Semaphore(settings.max_concurrent_batches)
+        self._free = settings.max_concurrent_batches  # batch slots not taken
+        self._freed = asyncio.Event()
+        self._idle = False  # the loop holds a slot and waits for work
         self._tasks: set[asyncio.Task[None]] = set()
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
@@ -79,7 +83,18 @@ class MicroBatcher(Generic[T, R]):
         if len(self._queue) >= self._settings.max_queue:
             raise QueueFullError(f"queue full ({self._settings.max_queue} samples waiting)")
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Item(value, future, deadline))
+        item = _Item(value, future, deadline)
+        if self._settings.max_wait_ms <= 0 and self._idle and self._free and not self._queue:
+            # A batcher that never waits to fill a batch, its loop idle with a slot of its own and
+            # another slot free: no batch could be larger for this sample, so its batch starts now
+            # rather than on the loop's next turn (a judge's every sample: a wake-up and a queue hop
+            # less). With one slot (the loop's) every sample still queues and batches form.
+            self._free -= 1
+            if self._metrics is not None:
+                self._metrics.queue_wait.observe(0.0)
+            self._start([item])
+            return future
+        self._queue.append(item)
         self._not_empty.set()
         if len(self._queue) >= self._settings.max_batch_size:
             self._full.set()
@@ -90,9 +105,16 @@ class MicroBatcher(Generic[T, R]):
     async def _run(self) -> None:
         max_wait = self._settings.max_wait_ms / 1000.0
         while True:
-            await self._slots.acquire()
+            while not self._free:
+                self._freed.clear()
+                await self._freed.wait()
+            self._free -= 1
             try:
-                await self._not_empty.wait()
+                self._idle = True
+                try:
+                    await self._not_empty.wait()
+                finally:
+                    self._idle = False
                 if len(self._queue) < self._settings.max_batch_size and max_wait > 0:
                     oldest = self._queue[0].enqueued
                     remaining = oldest + max_wait - time.monotonic()
@@ -102,15 +124,23 @@ class MicroBatcher(Generic[T, R]):
                                 await self._full.wait()
                 batch = self._take_batch()
             except BaseException:
-                self._slots.release()
+                self._release()
                 raise
             if not batch:
-                self._slots.release()
+                self._release()
                 continue
-            task = asyncio.create_task(self._run_batch(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            self._cancel_when_abandoned(batch, task)
+            self._start(batch)
+
+    def _start(self, batch: list[_Item[T, R]]) -> None:
+        """Run `batch` in a task of its own (its slot is taken)."""
+        task = asyncio.create_task(self._run_batch(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._cancel_when_abandoned(batch, task)
+
+    def _release(self) -> None:
+        self._free += 1
+        self._freed.set()
 
     @staticmethod
     def _cancel_when_abandoned(batch: list[_Item[T, R]], task: asyncio.Task[None]) -> None:
@@ -171,7 +201,7 @@ class MicroBatcher(Generic[T, R]):
                 if not item.future.done():
                     item.future.set_result(result)
         finally:
-            self._slots.release()
+            self._release()
             if self._metrics is not None:
                 self._metrics.batch_size.observe(len(batch))
                 self._metrics.batch_latency.observe(time.monotonic() - started)

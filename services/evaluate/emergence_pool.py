@@ -11,9 +11,6 @@ the same settings); if the worker is lost, they are computed in the main process
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
-import ctypes.util
 import multiprocessing
 import os
 import signal
@@ -23,25 +20,16 @@ from concurrent.futures.process import BrokenProcessPool
 
 from services.common.contract import Sample
 from services.common.emergence import EmergenceStats
+from services.common.lifeline import die_with_parent
 from services.common.settings import EmergenceSettings
 
 _STATS: EmergenceStats | None = None  # the worker's own, built once by _init
-_PR_SET_PDEATHSIG = 1
 
 
 def _init(settings: EmergenceSettings, parent: int) -> None:
     global _STATS
-    _die_with(parent)
+    die_with_parent(parent, signal.SIGKILL)  # a killed `arbiter score` leaves no worker behind
     _STATS = EmergenceStats(settings)
-
-
-def _die_with(parent: int) -> None:
-    """A killed `arbiter score` (SIGKILL included) must not leave this worker behind."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before the line above took effect
-        os._exit(0)
 
 
 def _compute(items: list[tuple[str, str | None]]) -> list[dict[str, float]]:
