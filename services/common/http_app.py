@@ -189,7 +189,7 @@ class KitMiddleware:
         try:
             receive_app: Receive = limited_receive
             if path == "/v1/score" and scope.get("method") == "POST" and _is_json(headers):
-                body = await _read_body(limited_receive)
+                body = await read_body(limited_receive)
                 if body is None:  # the client left before its body was in
                     status_code = 499
                     return
@@ -217,7 +217,7 @@ class KitMiddleware:
 _KNOWN_PATHS = {"/v1/score", "/get_reward", "/v1/info", "/v1/stats", "/healthz", "/readyz", "/metrics"}
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def read_body(receive: Receive) -> bytes | None:
     """The whole request body; None when the client disconnects first."""
     chunks: list[bytes] = []
     while True:
@@ -304,15 +304,10 @@ def _lean_get_reward(engine: ScoringEngine) -> ASGIApp:
     framework's routing, request objects and middleware layers (about half the edge's cost)."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        answer = await unless_disconnected(receive, openrlhf_answer(engine, b"".join(chunks)))
+        body = await read_body(receive)
+        if body is None:
+            return  # the client left before its body was in
+        answer = await unless_disconnected(receive, openrlhf_answer(engine, body))
         if answer is None:
             return  # the client hung up: its samples' work was cancelled, nobody reads a reply
         status, payload = answer

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from services.common.http_app import Receive, Scope, Send
+from services.common.http_app import Receive, Scope, Send, read_body
 from services.common.server import AsgiServer
 
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
@@ -108,7 +108,7 @@ class FakeOpenAI:
             return
         route = (scope["method"], scope["path"])
         if route == ("POST", "/v1/chat/completions"):
-            body = await _body(receive)
+            body = await read_body(receive) or b""
             status, payload, extra = await self._chat(body, dict(scope["headers"]), receive)
         elif route == ("GET", "/stats"):
             status, payload, extra = 200, _json({"count": self.count, "by_key": dict(self.by_key)}), {}
@@ -235,18 +235,6 @@ class FakeOpenAI:
 
 def _json(value: Any) -> bytes:
     return orjson.dumps(value)
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        more = message.get("more_body", False)
-    return b"".join(chunks)
 
 
 async def _client_left(receive: Receive, delay: float) -> bool:
