@@ -84,11 +84,13 @@ class MicroBatcher(Generic[T, R]):
             raise QueueFullError(f"queue full ({self._settings.max_queue} samples waiting)")
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         item = _Item(value, future, deadline)
-        if self._settings.max_wait_ms <= 0 and self._idle and self._free and not self._queue:
+        direct = self._settings.max_wait_ms <= 0 and self._idle and self._free and not self._queue
+        if direct and deadline > time.monotonic():  # a late sample queues, and fails there
             # A batcher that never waits to fill a batch, its loop idle with a slot of its own and
-            # another slot free: no batch could be larger for this sample, so its batch starts now
-            # rather than on the loop's next turn (a judge's every sample: a wake-up and a queue hop
-            # less). With one slot (the loop's) every sample still queues and batches form.
+            # another slot free, nothing queued: the sample's batch starts now rather than on the
+            # loop's next turn (a judge's every sample: a wake-up and a queue hop less). The first
+            # samples of a many-sample request each start alone this way; with one slot (the
+            # loop's) every sample queues. A grader that gains from batches keeps max_wait_ms > 0.
             self._free -= 1
             if self._metrics is not None:
                 self._metrics.queue_wait.observe(0.0)
@@ -132,11 +134,16 @@ class MicroBatcher(Generic[T, R]):
             self._start(batch)
 
     def _start(self, batch: list[_Item[T, R]]) -> None:
-        """Run `batch` in a task of its own (its slot is taken)."""
+        """Run `batch` in a task of its own; its slot (taken) comes back when the task ends,
+        however it ends (cancelled before its first step too)."""
         task = asyncio.create_task(self._run_batch(batch))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._batch_done)
         self._cancel_when_abandoned(batch, task)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._release()
 
     def _release(self) -> None:
         self._free += 1
@@ -201,7 +208,6 @@ class MicroBatcher(Generic[T, R]):
                 if not item.future.done():
                     item.future.set_result(result)
         finally:
-            self._release()
             if self._metrics is not None:
                 self._metrics.batch_size.observe(len(batch))
                 self._metrics.batch_latency.observe(time.monotonic() - started)

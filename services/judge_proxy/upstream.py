@@ -207,7 +207,6 @@ class Upstream:
             self._client = aiohttp.ClientSession(
                 connector=connector,
                 headers=headers,
-                cookie_jar=aiohttp.DummyCookieJar(),  # an API: no cookies to filter on every call
                 # the attempt's deadline is an asyncio.timeout around each call (one timer, not two)
                 timeout=aiohttp.ClientTimeout(total=None, connect=self.settings.attempt_timeout_s),
                 raise_for_status=False,
