@@ -44,9 +44,9 @@ async def unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) ->
     it the scoring of samples nobody else waits for (a judge's upstream call, a sandbox run), which
     would otherwise hold their slots until the deadline.
 
-    `work` runs in this task and a watcher task cancels it when the client leaves (one task a
-    request, not two, and no asyncio.wait: a tenth of a judge sample's edge cost). A watcher
-    cancelled before it runs again never cancels this task: its cancellation is delivered first.
+    `work` runs in this task and a watcher task cancels it when the client leaves (one extra task
+    a request, not two, and no asyncio.wait). A watcher cancelled before it runs again never
+    cancels this task: its cancellation is delivered first (tests/test_edge_cancellation.py).
     """
     handler = asyncio.current_task()
     assert handler is not None
