@@ -16,6 +16,14 @@ grader then cannot open its pipes either). This protocol adds, per connection:
   service keeps file descriptors for its own work.
 
 Idle kept-alive connections are closed by uvicorn's own `timeout_keep_alive`.
+
+Every one of these timers, uvicorn's keep-alive included, acts only after the loop has polled
+for I/O once more (`EXPIRY_GRACE_S`). A process stopped for longer than a timer (starved of
+CPU, a paused VM) wakes with the timer due and the client's bytes unread in the socket, and
+both asyncio and uvloop then run the timer first. For keep-alive that closed a connection whose
+next request had come in time: a close with unread data resets it, and the client saw
+ECONNRESET (tests/reliability/test_http_limits.py reproduces it with SIGSTOP). The header and
+body clocks get the same grace, so bytes that came in time count before they are judged late.
 """
 
 from __future__ import annotations
@@ -26,6 +34,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+# How long an expired timer waits before it acts: long enough for one more I/O poll (uvloop runs
+# a zero-delay timer before it polls), short enough to be no one's wait.
+EXPIRY_GRACE_S = 0.01
 
 # File descriptors left for the service's own work (pipes, worker processes, upstream sockets,
 # Redis) when the connection cap is derived from RLIMIT_NOFILE.
@@ -107,9 +119,19 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._state = "idle"  # uvicorn's keep-alive timer bounds the wait for the next request
         super().on_response_complete()
 
+    def timeout_keep_alive_handler(self) -> None:
+        # Not yet: a request that came in while the loop was stalled is read first (it cancels this).
+        close = super().timeout_keep_alive_handler
+        self.timeout_keep_alive_task = self.loop.call_later(EXPIRY_GRACE_S, close)
+
     def _arm(self, delay: float, code: int, reason: str) -> None:
         self._disarm()
-        self._timer = self.loop.call_later(delay, self._refuse, code, reason)
+        self._timer = self.loop.call_later(delay, self._expire, code, reason)
+
+    def _expire(self, code: int, reason: str) -> None:
+        # Not yet: bytes that arrived while the loop was stalled are read first (they re-arm or
+        # disarm this timer); a client still short of its bound then is refused.
+        self._timer = self.loop.call_later(EXPIRY_GRACE_S, self._refuse, code, reason)
 
     def _disarm(self) -> None:
         if self._timer is not None:

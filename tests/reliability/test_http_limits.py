@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+import pytest
 
 from services.common.server import GraderServer
 from tests.helpers import rules_grader, server_settings
@@ -123,3 +130,67 @@ async def test_the_rest_of_a_refused_body_is_not_read_as_the_next_requests_heade
         rest = await _closed_within(reader, 5)
         writer.close()
         assert b"431" not in rest, rest[:200]
+
+
+# A server in a process of its own, on the loop named by argv[1], printing its HTTP port.
+_SERVE_ALONE = """
+import asyncio, sys
+from services.common.server import GraderServer
+from tests.helpers import rules_grader, server_settings
+
+async def main() -> None:
+    limits = dict(keep_alive_s=0.3, idle_timeout_s=0.3, header_timeout_s=0.3, body_timeout_s=0.3)
+    server = GraderServer("rules", rules_grader(), server_settings(grpc_port=-1, **limits))
+    await server.start()
+    print(server.http_port, flush=True)
+    await asyncio.Event().wait()
+
+if sys.argv[1] == "uvloop":
+    import uvloop
+    uvloop.run(main())
+else:
+    asyncio.run(main())
+"""
+
+
+@contextlib.contextmanager
+def served_alone(loop_kind: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """(the server's process, its HTTP port): a process the test can stop and continue."""
+    argv = [sys.executable, "-c", _SERVE_ALONE, loop_kind]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, cwd=Path(__file__).parents[2])
+    try:
+        assert proc.stdout is not None
+        yield proc, int(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def stopped(proc: subprocess.Popen[bytes], seconds: float) -> Iterator[None]:
+    """The process is stopped (SIGSTOP) for the block and `seconds` after, then continued."""
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+        time.sleep(seconds)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_request_sent_while_the_server_was_stopped_past_keep_alive_is_answered(loop_kind: str) -> None:
+    """A process stopped (starved of CPU, a paused VM) past a kept-alive connection's timer wakes
+    with the client's next request already in its socket, and both loops run due timers before
+    they read it: closing then, with unread data, reset the connection, and the client saw
+    ECONNRESET for a request it sent on time (a CI run of tests/gateway/test_faults.py)."""
+    body = {"query": ["<think>a</think> b"], "prompts": [""]}
+    with (
+        served_alone(loop_kind) as (proc, port),
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as http,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        for _ in range(3):
+            assert http.post("/get_reward", json=body).status_code == 200  # the connection is kept
+            with stopped(proc, 1.0):  # past the keep-alive timer
+                reply = pool.submit(http.post, "/get_reward", json=body)
+            assert reply.result(30).status_code == 200
