@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -16,6 +17,7 @@ import pytest
 
 from services.common.contract import Sample, Status
 from services.reward_rules.math import MathConfig, MathGrader
+from services.reward_rules.math.pool import _Slot
 
 _GENEROUS_S = 10.0
 
@@ -140,6 +142,34 @@ async def test_killed_worker_process_is_replaced(math_grader: MathGrader) -> Non
         assert slot.pid is not None
         os.kill(slot.pid, signal.SIGKILL)
     await _assert_healthy(math_grader)
+
+
+async def test_a_dead_workers_pid_taken_by_another_process_is_never_signalled(
+    math_grader: MathGrader,
+) -> None:
+    """Dead workers are reaped at once, so their pid can be a stranger's a moment later: the
+    pool must not kill (or mistake for its worker) whatever holds that pid now."""
+    await _assert_healthy(math_grader)
+    await asyncio.to_thread(_replace_a_worker_whose_pid_was_taken, math_grader.pool.slots[0])
+    await _assert_healthy(math_grader)
+
+
+def _replace_a_worker_whose_pid_was_taken(slot: _Slot) -> None:
+    assert slot.process is not None
+    os.kill(slot.process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + _GENEROUS_S
+    while slot.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        slot.process.pid = stranger.pid  # as if the kernel had given the dead worker's pid to it
+        assert not slot.is_alive()
+        slot.ensure_started()  # what the slot's next job does: replace its worker
+        assert slot.is_alive()
+        assert stranger.poll() is None, "the pool killed a process that was not its worker"
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 async def test_deadline_is_enforced_for_slow_batches() -> None:

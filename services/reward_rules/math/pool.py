@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -82,8 +83,8 @@ class _Zygote:
         ours.settimeout(_ZYGOTE_START_S)
         self.control = ours
 
-    def fork(self, memory_mb: int) -> tuple[int, Connection]:
-        """A new worker: (pid, connection to it). Restarts the zygote if it died."""
+    def fork(self, memory_mb: int) -> tuple[_Process, Connection]:
+        """A new worker: (its process, the connection to it). Restarts the zygote if it died."""
         with self.lock:
             for _ in range(2):
                 if self.control is None or self.process is None or self.process.poll() is not None:
@@ -92,13 +93,13 @@ class _Zygote:
                 assert self.control is not None
                 try:
                     self.control.sendall(REQUEST.pack(memory_mb))
-                    message, fds, _, _ = socket.recv_fds(self.control, REQUEST.size, 1)
+                    message, fds, _, _ = socket.recv_fds(self.control, REQUEST.size, 2)
                 except OSError:
                     self.stop()
                     continue
                 if len(message) == REQUEST.size and fds:
                     (pid,) = REQUEST.unpack(message)
-                    return pid, Connection(fds[0])
+                    return _Process(pid, fds[1] if len(fds) > 1 else None), Connection(fds[0])
                 for fd in fds:
                     os.close(fd)
                 self.stop()
@@ -143,9 +144,38 @@ def _take_zygote() -> _Zygote:
     return zygote if zygote is not None else _Zygote()
 
 
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
+class _Process:
+    """A worker process, named by a pidfd where the kernel has them.
+
+    The zygote's children are reaped the moment they exit, so a dead worker's pid can belong
+    to any new process a moment later: signalled by pid, "the worker" may be a stranger (another
+    service, a test runner). The pidfd names this one process for as long as it is open.
+    """
+
+    def __init__(self, pid: int, pidfd: int | None) -> None:
+        self.pid = pid
+        self._pidfd = pidfd
+
+    def is_alive(self) -> bool:
+        if self._pidfd is not None:
+            return not select.select([self._pidfd], [], [], 0)[0]  # readable once it has exited
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL it (if it still runs) and let go of its pidfd."""
+        pidfd, self._pidfd = self._pidfd, None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if pidfd is None:
+                os.kill(self.pid, signal.SIGKILL)  # no pidfds here: the old race remains
+            else:
+                try:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                finally:
+                    os.close(pidfd)
 
 
 class _Slot:
@@ -154,33 +184,31 @@ class _Slot:
     def __init__(self, pool: WorkerPool, number: int) -> None:
         self.pool = pool
         self.number = number
-        self.pid: int | None = None
+        self.process: _Process | None = None
         self.conn: Connection | None = None
         self.thread = threading.Thread(target=self._run, name=f"math-worker-{number}", daemon=True)
 
     # -- process lifecycle ----------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
     def is_alive(self) -> bool:
-        if self.pid is None:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
+        return self.process is not None and self.process.is_alive()
 
     def ensure_started(self) -> Connection:
         if self.conn is not None and self.is_alive():
             return self.conn
         self.stop_process()
-        self.pid, self.conn = self.pool.zygote.fork(self.pool.memory_mb)
+        self.process, self.conn = self.pool.zygote.fork(self.pool.memory_mb)
         self.pool.starts += 1
         return self.conn
 
     def stop_process(self) -> None:
-        pid, conn = self.pid, self.conn
-        self.pid = self.conn = None
-        if pid is not None:
-            _kill(pid)
+        process, conn = self.process, self.conn
+        self.process = self.conn = None
+        if process is not None:
+            process.kill()
         if conn is not None:
             with contextlib.suppress(OSError):
                 conn.close()
