@@ -85,8 +85,10 @@ class ServerSettings(BaseModel):
         default=10.0, gt=0, description="a request's headers, from its first byte"
     )
     body_timeout_s: float = Field(default=60.0, gt=0, description="to receive a body once its headers are in")
+    # Longer than the clients keep idle connections (httpx 5 s, aiohttp 15 s): a client then never
+    # reuses a connection just as the server closes it (the request would meet a reset).
     keep_alive_s: float = Field(
-        default=5.0, gt=0, description="an idle kept-alive connection is closed after"
+        default=75.0, gt=0, description="an idle kept-alive connection is closed after"
     )
     max_connections: int = Field(
         default=0, ge=0, description="open HTTP connections at once; 0: the fd limit less a reserve"
