@@ -89,6 +89,13 @@ class Completion:
     attempts: int = 1
 
 
+# Idle connections to an upstream are let go before a uvicorn-served one (vLLM, SGLang: 5 s) closes
+# them: a call sent on a connection the server is closing fails, counts toward the breaker, and a
+# burst after a pause could pause the judge. A hosted API keeps connections longer; this only costs
+# a new connection after 2 s without calls.
+KEEPALIVE_S = 2.0
+
+
 class AttemptError(Exception):
     """One HTTP attempt failed; `kind` names how, for metrics and the detail."""
 
@@ -202,7 +209,7 @@ class Upstream:
             if self._api_key:
                 headers["authorization"] = f"Bearer {self._api_key}"
             connector = aiohttp.TCPConnector(
-                limit=self.settings.max_concurrency, limit_per_host=0, keepalive_timeout=30.0
+                limit=self.settings.max_concurrency, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
             )
             self._client = aiohttp.ClientSession(
                 connector=connector,

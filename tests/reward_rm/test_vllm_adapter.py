@@ -7,12 +7,15 @@ one pooled set of connections carrying concurrent requests, failures as UPSTREAM
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 from typing import Any
 
 import pytest
 
 from services.common.contract import Sample, Status
+from services.reward_rm.backends.vllm_backend import VLLMBackend
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
 from testkit.tiny_checkpoints import TinyCheckpoints, sentence
@@ -99,3 +102,64 @@ async def test_server_failures_are_upstream_errors(tiny: TinyCheckpoints, refere
     )
     assert [r.status for r in results] == [Status.UPSTREAM_ERROR] * 2
     assert "unreachable" in results[0].detail
+
+
+class _ClosesReusedConnections:
+    """A raw HTTP/1.1 server answering vLLM's /classify (one value per input, its length) that
+    closes a kept-alive connection when a second request comes on it, unanswered: the server
+    closing an idle connection just as the client sends on it, made deterministic."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.dropped = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        served = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                if served:
+                    self.dropped += 1
+                    return  # closed with the request unread: the client sees a broken connection
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                inputs = json.loads(await reader.readexactly(length))["input"]
+                data = [{"index": i, "probs": [float(len(ids))]} for i, ids in enumerate(inputs)]
+                body = json.dumps({"data": data}).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+                served += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_a_kept_alive_connection_the_server_closed_is_retried_on_a_fresh_one() -> None:
+    """The server may close an idle connection just as a request goes out on it: that request is
+    sent once more on a fresh connection, not failed (its batch would get fallback rewards)."""
+    async with _ClosesReusedConnections() as url:
+        backend = VLLMBackend(VLLMSettings(url=url, max_connections=1), normalized=False)
+        try:
+            assert await backend.rewards([[1, 2, 3]]) == [3.0]
+            assert await backend.rewards([[1, 2], [5]]) == [2.0, 1.0]  # the kept connection breaks
+        finally:
+            await backend.aclose()

@@ -5,6 +5,12 @@ read exactly the same tokens); `/classify` with `use_activation: false` answers 
 head value (`data[i].probs[0]`), `/pooling` with task classify the same in `data[i].data`.
 vLLM batches continuously on its side, so a grader batch is cut into small requests sent
 at once over one keep-alive connection pool.
+
+A kept-alive connection can be closed by the server just as a request goes out on it (the
+client cannot see that coming): idle connections are let go well before vLLM's own keep-alive
+(uvicorn's 5 s) would close them, and a request whose connection broke before any answer is
+sent once more on a fresh one. Scoring is idempotent, and a whole batch's rewards would
+otherwise be fallbacks for a race in the transport.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ import httpx
 
 from services.reward_rm.backends.base import BackendError
 from services.reward_rm.settings import VLLMSettings
+
+# Idle connections are closed after this, before vLLM's server (uvicorn, 5 s) closes them.
+KEEPALIVE_EXPIRY_S = 2.0
+# A connection that broke before any answer: stale (closed by the server) or the server restarted.
+_BROKEN = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
 class VLLMBackend:
@@ -52,6 +63,7 @@ class VLLMBackend:
             limits = httpx.Limits(
                 max_connections=self.settings.max_connections,
                 max_keepalive_connections=self.settings.max_connections,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
             )
             self._client = httpx.AsyncClient(
                 base_url=self.settings.url.rstrip("/"),
@@ -68,7 +80,10 @@ class VLLMBackend:
             body["model"] = self.settings.model
         path = f"/{self.settings.endpoint}"
         try:
-            reply = await self._http().post(path, json=body)
+            try:
+                reply = await self._http().post(path, json=body)
+            except _BROKEN:
+                reply = await self._http().post(path, json=body)  # once more, on a fresh connection
         except httpx.HTTPError as exc:
             raise BackendError(f"vLLM server {self.settings.url}{path} unreachable: {exc!r}") from exc
         if reply.status_code != 200:
