@@ -15,7 +15,11 @@ grader then cannot open its pipes either). This protocol adds, per connection:
 - connections: beyond `max_connections` open at once a new one is closed at once, so the
   service keeps file descriptors for its own work.
 
-Idle kept-alive connections are closed by uvicorn's own `timeout_keep_alive`.
+Idle kept-alive connections are closed by uvicorn's own `timeout_keep_alive`, a connection
+answered before its body was in too, once that body is in. A clock runs only while the client is
+the one holding things up: it starts again while the server does not read (a pipelined request
+waits its turn, a large body waits for the app) or still answers an earlier request on the same
+connection (a 408 then would land inside that answer).
 
 Every one of these timers, uvicorn's keep-alive included, acts only after the loop has polled
 for I/O once more (`EXPIRY_GRACE_S`). A process stopped for longer than a timer (starved of
@@ -89,6 +93,9 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        # uvicorn cancels its keep-alive timer only on a clean close: after a reset the timer
+        # would hold this protocol for keep_alive_s.
+        self._unset_keepalive_if_required()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -110,9 +117,21 @@ class _GuardedProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        self._state = "app"
+        answered = self.cycle is not None and self.cycle.response_complete
         self._disarm()
         super().on_message_complete()
+        if answered:
+            # Answered before its body was in (401, 413, 404): the body that came since cancelled
+            # uvicorn's keep-alive timer, which only a response arms. The connection is idle now
+            # and bounded as one, else it was held for ever.
+            self._state = "idle"
+            if not self.pipeline and not self.transport.is_closing():
+                self._unset_keepalive_if_required()
+                self.timeout_keep_alive_task = self.loop.call_later(
+                    self.timeout_keep_alive, self.timeout_keep_alive_handler
+                )
+        else:
+            self._state = "app"
 
     def on_response_complete(self) -> None:
         if self._state == "app":  # else answered before its body was in: the body clock still runs
@@ -126,12 +145,25 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def _arm(self, delay: float, code: int, reason: str) -> None:
         self._disarm()
-        self._timer = self.loop.call_later(delay, self._expire, code, reason)
+        self._timer = self.loop.call_later(delay, self._expire, delay, code, reason)
 
-    def _expire(self, code: int, reason: str) -> None:
+    def _expire(self, delay: float, code: int, reason: str) -> None:
+        if self.flow.read_paused or self._answering():
+            # Not the client's doing: the server does not read (a pipelined request waits for the
+            # one before it; a large body waits for the app) or still answers an earlier request
+            # on this connection (a 408 written now would land inside that answer). The clock
+            # starts again.
+            self._timer = self.loop.call_later(delay, self._expire, delay, code, reason)
+            return
         # Not yet: bytes that arrived while the loop was stalled are read first (they re-arm or
         # disarm this timer); a client still short of its bound then is refused.
         self._timer = self.loop.call_later(EXPIRY_GRACE_S, self._refuse, code, reason)
+
+    def _answering(self) -> bool:
+        """An earlier request's answer is still being made, while this connection waits for the
+        next request's first byte or headers (pipelined)."""
+        cycle = self.cycle
+        return self._state in ("idle", "headers") and cycle is not None and not cycle.response_complete
 
     def _disarm(self) -> None:
         if self._timer is not None:
