@@ -21,13 +21,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.common.grader import Grader
 from services.common.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 
 @contextlib.asynccontextmanager
-async def served(**limits: object) -> AsyncIterator[GraderServer]:
-    server = GraderServer("rules", rules_grader(), server_settings(grpc_port=-1, **limits))
+async def served(grader: Grader | None = None, **limits: object) -> AsyncIterator[GraderServer]:
+    settings = server_settings(grpc_port=-1, **limits)
+    server = GraderServer("rules", grader or rules_grader(), settings)
     await server.start()
     try:
         yield server
@@ -35,7 +37,7 @@ async def served(**limits: object) -> AsyncIterator[GraderServer]:
         await server.stop()
 
 
-async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
     """What the server sent before it closed the connection (raises TimeoutError if it did not)."""
     return await asyncio.wait_for(reader.read(), seconds)
 
@@ -57,7 +59,7 @@ async def test_a_huge_header_is_refused_before_it_is_read() -> None:
                     if await asyncio.wait_for(reader.read(64), 0.001):
                         refused = True
                         break
-        reply = b"" if refused else await _closed_within(reader, 5)
+        reply = b"" if refused else await closed_within(reader, 5)
         writer.close()
         assert refused or reply.startswith(b"HTTP/1.1 431")
         assert sent < 8 * 1024 * 1024  # refused after the first few chunks, not after 64 MiB
@@ -73,9 +75,9 @@ async def test_unfinished_headers_and_bodies_are_dropped_and_health_still_answer
         silent_reader, silent = await asyncio.open_connection("127.0.0.1", port)  # sends nothing
         async with httpx.AsyncClient() as http:
             assert (await http.get(f"{server.http_url}/healthz")).status_code == 200
-        assert (await _closed_within(trickle_reader, 5)).startswith(b"HTTP/1.1 408")
-        assert (await _closed_within(silent_reader, 5)).startswith(b"HTTP/1.1 408")
-        await _closed_within(half_reader, 5)  # the app saw the client go; the socket is closed
+        assert (await closed_within(trickle_reader, 5)).startswith(b"HTTP/1.1 408")
+        assert (await closed_within(silent_reader, 5)).startswith(b"HTTP/1.1 408")
+        await closed_within(half_reader, 5)  # the app saw the client go; the socket is closed
         for writer in (trickle, half, silent):
             writer.close()
 
@@ -92,7 +94,7 @@ async def test_connections_beyond_the_cap_are_closed_at_once() -> None:
     async with served(max_connections=4) as server:
         held = [await asyncio.open_connection("127.0.0.1", server.http_port) for _ in range(4)]
         reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
-        assert (await _closed_within(reader, 5)).startswith(b"HTTP/1.1 503")
+        assert (await closed_within(reader, 5)).startswith(b"HTTP/1.1 503")
         writer.close()
         for _, held_writer in held:
             held_writer.close()
@@ -105,7 +107,7 @@ async def test_a_client_that_connects_early_and_writes_late_is_served() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
         await asyncio.sleep(0.6)  # longer than the header timeout, well inside the idle one
         writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        assert (await _closed_within(reader, 5)).startswith(b"HTTP/1.1 200")
+        assert (await closed_within(reader, 5)).startswith(b"HTTP/1.1 200")
         writer.close()
 
 
@@ -127,7 +129,7 @@ async def test_the_rest_of_a_refused_body_is_not_read_as_the_next_requests_heade
             + f"content-length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        rest = await _closed_within(reader, 5)
+        rest = await closed_within(reader, 5)
         writer.close()
         assert b"431" not in rest, rest[:200]
 
@@ -135,6 +137,7 @@ async def test_the_rest_of_a_refused_body_is_not_read_as_the_next_requests_heade
 # A server in a process of its own, on the loop named by argv[1], printing its HTTP port.
 _SERVE_ALONE = """
 import asyncio, sys
+from services.common.grader import Grader
 from services.common.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 

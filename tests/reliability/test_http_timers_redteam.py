@@ -12,14 +12,12 @@ import logging
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
-from services.common.grader import Grader
 from services.common.server import GraderServer
 from tests.helpers import ScriptedGrader, rules_grader, server_settings
-from tests.reliability.test_http_limits import served_alone, stopped
+from tests.reliability.test_http_limits import closed_within, served, served_alone, stopped
 
 SHORT = {"keep_alive_s": 0.3, "idle_timeout_s": 0.3, "header_timeout_s": 0.3, "body_timeout_s": 0.3}
 BODY = b'{"query": ["<think>a</think> b"], "prompts": [""]}'
@@ -27,22 +25,6 @@ HEAD = (
     b"POST /get_reward HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
     + f"content-length: {len(BODY)}\r\n\r\n".encode()
 )
-
-
-@contextlib.asynccontextmanager
-async def served(grader: Grader | None = None, **limits: object) -> AsyncIterator[GraderServer]:
-    settings = server_settings(grpc_port=-1, **limits)
-    server = GraderServer("rules", grader or rules_grader(), settings)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
-    """What the server sent before it closed the connection (TimeoutError if it did not)."""
-    return await asyncio.wait_for(reader.read(), seconds)
 
 
 # --- holes found, closed --------------------------------------------------------------------------
@@ -60,7 +42,7 @@ async def test_a_connection_answered_before_its_body_is_still_bounded_once_the_b
         writer.write(b"0123456789")  # the body, in time; then the client just sits there
         await writer.drain()
         try:
-            await _closed_within(reader, 2.5)  # every bound is 0.3 s
+            await closed_within(reader, 2.5)  # every bound is 0.3 s
         except TimeoutError:
             pytest.fail("a connection answered early and then sent its body is never closed")
         finally:
@@ -81,7 +63,7 @@ async def test_a_pipelined_request_whose_body_the_server_did_not_read_does_not_k
         writer.write(BODY)  # its body, well inside body_timeout_s
         await writer.drain()
         try:
-            replies = await _closed_within(reader, 10)
+            replies = await closed_within(reader, 10)
         except ConnectionResetError:
             replies = b"<reset>"
         finally:
@@ -106,7 +88,7 @@ async def test_a_pipelined_request_stuck_in_its_headers_does_not_corrupt_the_ans
                 if line.lower().startswith(b"content-length:")
             )
             body = await asyncio.wait_for(reader.readexactly(length), 10)
-            rest = await _closed_within(reader, 10)
+            rest = await closed_within(reader, 10)
         finally:
             writer.close()
         assert head.startswith(b"HTTP/1.1 200")
@@ -167,7 +149,7 @@ async def test_idle_kept_alive_connections_do_not_hold_up_shutdown() -> None:
     finally:
         await asyncio.wait_for(server.stop(), 30)  # not keep_alive_s (75)
     for reader, writer in conns:
-        await _closed_within(reader, 5)
+        await closed_within(reader, 5)
         writer.close()
 
 
