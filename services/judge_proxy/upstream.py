@@ -26,6 +26,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from services.common.settings import UPSTREAM_KEEPALIVE_S
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.ratelimit import RateLimiter, RateLimitTimeoutError, make_rate_limiter
 from services.judge_proxy.settings import RateLimitSettings, RetrySettings, UpstreamSettings
@@ -87,13 +88,6 @@ class Completion:
     model: str
     latency_s: float
     attempts: int = 1
-
-
-# Idle connections to an upstream are let go before a uvicorn-served one (vLLM, SGLang: 5 s) closes
-# them: a call sent on a connection the server is closing fails, counts toward the breaker, and a
-# burst after a pause could pause the judge. A hosted API keeps connections longer; this only costs
-# a new connection after 2 s without calls.
-KEEPALIVE_S = 2.0
 
 
 class AttemptError(Exception):
@@ -209,7 +203,7 @@ class Upstream:
             if self._api_key:
                 headers["authorization"] = f"Bearer {self._api_key}"
             connector = aiohttp.TCPConnector(
-                limit=self.settings.max_concurrency, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
+                limit=self.settings.max_concurrency, limit_per_host=0, keepalive_timeout=UPSTREAM_KEEPALIVE_S
             )
             self._client = aiohttp.ClientSession(
                 connector=connector,

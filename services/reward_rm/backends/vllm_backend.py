@@ -21,11 +21,10 @@ from typing import Any
 
 import httpx
 
+from services.common.settings import UPSTREAM_KEEPALIVE_S
 from services.reward_rm.backends.base import BackendError
 from services.reward_rm.settings import VLLMSettings
 
-# Idle connections are closed after this, before vLLM's server (uvicorn, 5 s) closes them.
-KEEPALIVE_EXPIRY_S = 2.0
 # A connection that broke before any answer: stale (closed by the server) or the server restarted.
 _BROKEN = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
@@ -63,7 +62,7 @@ class VLLMBackend:
             limits = httpx.Limits(
                 max_connections=self.settings.max_connections,
                 max_keepalive_connections=self.settings.max_connections,
-                keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                keepalive_expiry=UPSTREAM_KEEPALIVE_S,
             )
             self._client = httpx.AsyncClient(
                 base_url=self.settings.url.rstrip("/"),
