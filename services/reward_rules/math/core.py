@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -175,8 +175,13 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Mat
             )
         if extraction is None:  # no letter at all: the option's text may be written out
             extraction = extract_answer(response)
-    else:
-        extraction = extract_answer(response)
+        if extraction is None:
+            return MathVerdict("no_answer", "no letter and no final answer found in the response")
+        verdict = _grade_extraction(reference, extraction, opts, None, response)
+        # Option text that does not match the chosen option's text: rules cannot tell
+        # which option it means, so a verifier may decide.
+        return verdict if verdict.verdict == "correct" else replace(verdict, undecided=True)
+    extraction = extract_answer(response)
     if extraction is None:
         return MathVerdict("no_answer", "no final answer found in the response")
     extra: list[str] = []
@@ -348,4 +353,13 @@ def _grade_extraction(
         parsed=parsed,
         symbolic=symbolic,
         prediction=pred,
+        undecided=_free_text(pred),
     )
+
+
+def _free_text(pred: str) -> bool:
+    """An answer in words (a sentence, `\\text{...}`) that the rules compare only as text.
+
+    `yes`/`no` are words the rules do decide.
+    """
+    return isinstance(_parsed(pred), Text | None) and text_key(pred) not in _YES_NO_WORDS

@@ -37,6 +37,7 @@ LOG_KEYS = (
     "math/too_costly",
     "math/symbolic",
     "math/error",
+    "math/undecided",
 )
 
 
@@ -164,6 +165,8 @@ class MathGrader(GraderBase):
             "math/too_costly": float(verdict == "too_costly"),
             "math/symbolic": float(outcome.symbolic),
             "math/error": float(status == Status.GRADER_ERROR),
+            # Set only on verdicts (never on timeouts or errors): a verifier may take these over.
+            "math/undecided": float(status == Status.OK and (outcome.undecided or verdict == "no_answer")),
         }
         return Result(
             reward=reward,

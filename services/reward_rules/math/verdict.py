@@ -36,3 +36,6 @@ class MathVerdict:
     parsed: bool = False
     symbolic: bool = False
     prediction: str = ""  # the cleaned answer read from the response
+    # Rules cannot decide this one (nothing extracted, a text answer rules cannot compare,
+    # multiple choice with no letter): a model verifier may be asked (`math/undecided`).
+    undecided: bool = False
