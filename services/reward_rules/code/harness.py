@@ -106,6 +106,30 @@ def b64decode(text: str) -> bytes:
     return binascii.a2b_base64(text)
 
 
+def checker_passed(verdict: Any, threshold: Any) -> bool:
+    """What a custom checker's return value means (docs/graders/code.md): True passes; a real
+    number (int, float or a subclass, numpy's scalars) passes when it is finite and at least
+    `threshold` (1 unless the label sets `checker_threshold`); anything else fails: False, None,
+    NaN, -1e9, a string, a container, an object whose truth or comparison it defines itself."""
+    if verdict is True:
+        return True
+    try:
+        if type(verdict).__module__ == "numpy" and type(verdict).__name__ != "ndarray":
+            verdict = verdict.item()  # a numpy scalar (numpy.allclose's bool_, an int64) as its builtin
+            if verdict is True:
+                return True
+        if isinstance(verdict, bool) or not isinstance(verdict, (int, float)):
+            return False
+        limit = float(threshold)
+        if isinstance(verdict, int):
+            value = int.__index__(verdict)  # exact, whatever the size; never the subclass's __ge__
+            return math.isfinite(limit) and value >= limit
+        number = float.__float__(verdict)
+    except Exception:  # a numpy look-alike's item(), a threshold that is no number
+        return False
+    return math.isfinite(number) and math.isfinite(limit) and number >= limit
+
+
 # ---------------------------------------------------------------- value codec (both sides)
 
 
@@ -1141,10 +1165,7 @@ class Judge:
                 if not callable(checker):
                     return {"done": True, "passed": False, "reason": "label", "message": "no check(...)"}
                 verdict = checker(str(request["input"]), str(request["expected"]), str(request["output"]))
-                if verdict is not True and type(verdict) is not int and type(verdict) is not float:
-                    passed = False
-                else:
-                    passed = bool(verdict)
+                passed = checker_passed(verdict, request.get("threshold", 1.0))
                 if not passed:
                     return {
                         "done": True,

@@ -284,7 +284,13 @@ def _checker(
 
 
 def _checked(
-    checker: Checker, session: Session, name: str, case: StdioCase, output: bytes, budget: Budget
+    checker: Checker,
+    session: Session,
+    name: str,
+    case: StdioCase,
+    output: bytes,
+    budget: Budget,
+    checker_threshold: float = 1.0,
 ) -> CaseOutcome:
     """The dataset's checker on one output, in a sandbox of its own; its failures are wrong answers
     (a C++ checker's statuses: checker.py)."""
@@ -294,6 +300,7 @@ def _checked(
         return CaseOutcome(name, verdict.passed, verdict.reason, verdict.message)
     actual = output.decode("utf-8", "replace")
     message = {"op": "run", "input": case.input, "expected": case.output, "output": actual}
+    message["threshold"] = checker_threshold  # what a number the checker returns must reach
     verdict = checker.run(message, session, budget.test_deadline())
     if verdict.passed:
         return CaseOutcome(name, True)
@@ -416,7 +423,7 @@ def _stdio_outcome(
         detail = last_line(run.stderr)
         return CaseOutcome(name, False, CRASH, f"{how}: {detail}" if detail else how)
     if checker is not None:
-        return _checked(checker, session, name, case, run.stdout, budget)
+        return _checked(checker, session, name, case, run.stdout, budget, tests.checker_threshold)
     mismatch = check_output(case.output, run.stdout.decode("utf-8", "replace"), tests.checker, tolerance)
     return CaseOutcome(name, mismatch is None, WRONG if mismatch else "", mismatch or "")
 

@@ -59,6 +59,13 @@ class StdioTests(_Spec):
         "in a sandbox of its own (testlib.h where the host has it). Never beside the candidate",
     )
 
+    checker_threshold: float = Field(
+        default=1.0,
+        allow_inf_nan=False,
+        description="custom: a number the checker returns passes when it is at least this (True "
+        "always passes; False, None, NaN and anything else fail)",
+    )
+
     @model_validator(mode="after")
     def _checker_needs_code(self) -> StdioTests:
         if (self.checker in ("custom", "testlib")) != bool(self.checker_code):
