@@ -176,6 +176,10 @@ def _stated_value(rel: Rel) -> Node | None:
     if not all(op in ("=", "approx") for op in ops):
         return None
     named = _is_label(parts[0])
+    if not named and not free_symbols(parts[0]) and free_symbols(parts[-1]) and "approx" not in ops:
+        # `7 = 11a + c`: a constant first, an expression last. The equation is the answer
+        # (its unnamed side alone is not), unless the last side only names it (`7 = x`).
+        return parts[0] if len(parts) == 2 and _is_label(parts[-1]) else None
     if not named and free_symbols(parts[0]):
         # An equation (`x + y = 10`), unless it is an identity that states a constant:
         # `\\sin^2\\theta + \\cos^2\\theta = 1` states 1.
@@ -435,6 +439,9 @@ def _same_ratio(g_items: Sequence[Node], p_items: Sequence[Node], ctx: Compariso
     if len(g_items) != 2 or len(p_items) != 2:
         return False
     (a, b), (c, d) = g_items, p_items
+    if any(exact(item) == 0 for item in (a, b, c, d)):
+        # `1:00` and `12:00`: a zero part makes every cross product equal; compare in order.
+        return False
     return _scalar_equal(Op("mul", (a, d)), Op("mul", (b, c)), ctx)
 
 
@@ -564,6 +571,12 @@ def _numeric_equal(g: Node, p: Node, names: list[str], inexact: bool, ctx: Compa
             if names and _is_real(pair[0]) != _is_real(pair[1]):
                 continue  # outside one side's real domain (`\\sqrt{x}` at x < 0): no evidence
             values.append(pair)
+        # Where both sides are real, if there are such points: `\\frac{1}{\\sqrt{n}}` and
+        # `\\sqrt{1/n}` agree for n > 0 and take different complex branches for n < 0,
+        # while `|x|` and `x` (real everywhere) still differ at negative points.
+        real = [pair for pair in values if _is_real(pair[0]) and _is_real(pair[1])]
+        if names and len(real) >= 2:
+            values = real
         if not values or (names and len(values) < 2):
             return None
         magnitude = max(max(abs(a), abs(b)) for a, b in values)
