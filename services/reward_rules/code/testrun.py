@@ -299,7 +299,7 @@ def _checked(
         verdict = checker.check(case.input, case.output, output, budget.time_left(), wall)
         return CaseOutcome(name, verdict.passed, verdict.reason, verdict.message)
     actual = output.decode("utf-8", "replace")
-    message = {"op": "run", "input": case.input, "expected": case.output, "output": actual}
+    message: dict[str, object] = {"op": "run", "input": case.input, "expected": case.output, "output": actual}
     message["threshold"] = checker_threshold  # what a number the checker returns must reach
     verdict = checker.run(message, session, budget.test_deadline())
     if verdict.passed:
