@@ -37,6 +37,15 @@ class ServiceSpec:
     routers: Callable[[Grader], list[Any]] = lambda _: []
 
 
+def _extensions(name: str, settings: ArbiterSettings) -> list[Any]:
+    """Stateful parts a service carries beside its scoring: episodes, on the service that holds them."""
+    if not settings.episodes.enabled or settings.episodes.service != name:
+        return []
+    from services.episodes.extension import episodes
+
+    return [episodes(settings.episodes)]
+
+
 def _reward_rules() -> ServiceSpec:
     from services.reward_rules import service as rules
 
@@ -206,10 +215,18 @@ def make_server(
             observers=[stats.observe],
             routers=[stats.router(scope)],
             fleet=scope,
+            extensions=_extensions(name, settings),
         )
     grader = spec.build(settings)
     return GraderServer(
-        name, grader, server, settings.cache, settings.emergence, routers=spec.routers(grader), fleet=scope
+        name,
+        grader,
+        server,
+        settings.cache,
+        settings.emergence,
+        routers=spec.routers(grader),
+        fleet=scope,
+        extensions=_extensions(name, settings),
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field
 
 from services.common.settings import KitSettings, load_settings
+from services.episodes.settings import EpisodeSettings
 from services.gateway.settings import GatewayServiceSettings
 from services.judge_proxy.settings import JudgeServiceSettings
 from services.reward_rm.settings import RMServiceSettings
@@ -22,6 +23,7 @@ class ArbiterSettings(KitSettings):
     reward_rules: RulesServiceSettings = Field(default_factory=RulesServiceSettings)
     judge_proxy: JudgeServiceSettings = Field(default_factory=JudgeServiceSettings)
     reward_rm: RMServiceSettings = Field(default_factory=RMServiceSettings)
+    episodes: EpisodeSettings = Field(default_factory=EpisodeSettings)
 
 
 def load(config_file: str | Path | None = None) -> ArbiterSettings:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVICE_PACKAGES = ("gateway", "reward_rules", "reward_rm", "judge_proxy", "evaluate")
+SERVICE_PACKAGES = ("gateway", "reward_rules", "reward_rm", "judge_proxy", "evaluate", "episodes")
 
 
 def imports(path: Path) -> Iterator[str]:

@@ -103,3 +103,108 @@ class ScoreResponse(_message.Message):
 class InfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class EpisodeStartRequest(_message.Message):
+    __slots__ = ("episode_id", "environment", "prompt", "label", "metadata", "max_turns")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    environment: str
+    prompt: str
+    label: str
+    metadata: _containers.ScalarMap[str, str]
+    max_turns: int
+    def __init__(self, episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt: _Optional[str] = ..., label: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., max_turns: _Optional[int] = ...) -> None: ...
+
+class EpisodeStartResponse(_message.Message):
+    __slots__ = ("episode_id", "observation", "status", "detail")
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    observation: str
+    status: Status
+    detail: str
+    def __init__(self, episode_id: _Optional[str] = ..., observation: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class EpisodeStepRequest(_message.Message):
+    __slots__ = ("episode_id", "turn", "action")
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    turn: int
+    action: str
+    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., action: _Optional[str] = ...) -> None: ...
+
+class EpisodeStepResponse(_message.Message):
+    __slots__ = ("episode_id", "turn", "feedback", "reward", "score", "done", "status", "detail", "logs")
+    class LogsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    REWARD_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    turn: int
+    feedback: str
+    reward: float
+    score: float
+    done: bool
+    status: Status
+    detail: str
+    logs: _containers.ScalarMap[str, float]
+    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., feedback: _Optional[str] = ..., reward: _Optional[float] = ..., score: _Optional[float] = ..., done: _Optional[bool] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., logs: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class EpisodeFinishRequest(_message.Message):
+    __slots__ = ("episode_id",)
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    def __init__(self, episode_id: _Optional[str] = ...) -> None: ...
+
+class EpisodeFinishResponse(_message.Message):
+    __slots__ = ("episode_id", "reward", "score", "turns", "status", "detail", "logs")
+    class LogsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REWARD_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    episode_id: str
+    reward: float
+    score: float
+    turns: int
+    status: Status
+    detail: str
+    logs: _containers.ScalarMap[str, float]
+    def __init__(self, episode_id: _Optional[str] = ..., reward: _Optional[float] = ..., score: _Optional[float] = ..., turns: _Optional[int] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., logs: _Optional[_Mapping[str, float]] = ...) -> None: ...

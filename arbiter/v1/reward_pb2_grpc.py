@@ -138,3 +138,161 @@ class RewardService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class EpisodeServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.StartEpisode = channel.unary_unary(
+                '/arbiter.v1.EpisodeService/StartEpisode',
+                request_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStartRequest.SerializeToString,
+                response_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStartResponse.FromString,
+                _registered_method=True)
+        self.StepEpisode = channel.unary_unary(
+                '/arbiter.v1.EpisodeService/StepEpisode',
+                request_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStepRequest.SerializeToString,
+                response_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStepResponse.FromString,
+                _registered_method=True)
+        self.FinishEpisode = channel.unary_unary(
+                '/arbiter.v1.EpisodeService/FinishEpisode',
+                request_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeFinishRequest.SerializeToString,
+                response_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeFinishResponse.FromString,
+                _registered_method=True)
+
+
+class EpisodeServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def StartEpisode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StepEpisode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FinishEpisode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_EpisodeServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'StartEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartEpisode,
+                    request_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStartRequest.FromString,
+                    response_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStartResponse.SerializeToString,
+            ),
+            'StepEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.StepEpisode,
+                    request_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStepRequest.FromString,
+                    response_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeStepResponse.SerializeToString,
+            ),
+            'FinishEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.FinishEpisode,
+                    request_deserializer=arbiter_dot_v1_dot_reward__pb2.EpisodeFinishRequest.FromString,
+                    response_serializer=arbiter_dot_v1_dot_reward__pb2.EpisodeFinishResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'arbiter.v1.EpisodeService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('arbiter.v1.EpisodeService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class EpisodeService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def StartEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arbiter.v1.EpisodeService/StartEpisode',
+            arbiter_dot_v1_dot_reward__pb2.EpisodeStartRequest.SerializeToString,
+            arbiter_dot_v1_dot_reward__pb2.EpisodeStartResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StepEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arbiter.v1.EpisodeService/StepEpisode',
+            arbiter_dot_v1_dot_reward__pb2.EpisodeStepRequest.SerializeToString,
+            arbiter_dot_v1_dot_reward__pb2.EpisodeStepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FinishEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arbiter.v1.EpisodeService/FinishEpisode',
+            arbiter_dot_v1_dot_reward__pb2.EpisodeFinishRequest.SerializeToString,
+            arbiter_dot_v1_dot_reward__pb2.EpisodeFinishResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -138,3 +138,73 @@ class OpenRLHFResponse(BaseModel):
     rewards: list[float]
     scores: list[float]
     extra_logs: dict[str, list[float]]
+
+
+# ---- Episodes: multi-turn, stateful sessions beside /v1/score (proto: arbiter.v1.EpisodeService) ----
+# An episode is the caller's: it names it (`episode_id`), so that any call can be retried and answers
+# the same. Every answer carries `status`; anything but OK is flagged in `logs` (`episode/lost`,
+# `episode/failed`) with a finite reward, never a silent zero.
+
+EPISODE_ID_MAX = 256  # characters of a caller-chosen episode id
+
+
+class EpisodeStartRequest(_Strict):
+    episode_id: str = Field(min_length=1, max_length=EPISODE_ID_MAX)
+    environment: str = Field(min_length=1, description="python_tool, code_feedback, ...")
+    prompt: str = ""
+    label: str = ""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    max_turns: int = Field(default=0, ge=0, description="0: the environment's own limit")
+
+
+class EpisodeStartResponse(_Strict):
+    episode_id: str
+    observation: str = ""  # what the policy sees first (the prompt, as the environment presents it)
+    status: Status = Field(default=Status.OK, strict=False)
+    detail: str = ""
+
+
+class EpisodeStepRequest(_Strict):
+    episode_id: str = Field(min_length=1, max_length=EPISODE_ID_MAX)
+    turn: int = Field(ge=0, description="0 for the first action: the same turn again is a retry")
+    action: str
+
+
+class EpisodeStepResponse(_Strict):
+    episode_id: str
+    turn: int
+    feedback: str = ""  # the environment's answer, appended to the policy's context
+    reward: float = 0.0  # this step's reward (the episode's reward is the sum over its steps)
+    score: float = 0.0  # the episode's correctness so far (the final answer's, once done)
+    done: bool = False
+    status: Status = Field(default=Status.OK, strict=False)
+    detail: str = ""
+    logs: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("reward", "score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
+class EpisodeFinishRequest(_Strict):
+    episode_id: str = Field(min_length=1, max_length=EPISODE_ID_MAX)
+
+
+class EpisodeFinishResponse(_Strict):
+    episode_id: str
+    reward: float = 0.0  # the sum of the step rewards
+    score: float = 0.0  # the final answer's correctness
+    turns: int = 0
+    status: Status = Field(default=Status.OK, strict=False)
+    detail: str = ""
+    logs: dict[str, float] = Field(default_factory=dict)  # the whole trajectory's extra_logs
+
+    @field_validator("reward", "score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value

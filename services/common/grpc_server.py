@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -145,12 +146,16 @@ class RewardServicer:
 
 
 def build_grpc_server(
-    engine: ScoringEngine, token: str | None = None, reuse_port: bool = False
+    engine: ScoringEngine,
+    token: str | None = None,
+    reuse_port: bool = False,
+    extra_handlers: Sequence[grpc.GenericRpcHandler] = (),
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     """An unstarted grpc.aio server with the reward, health and reflection services.
 
     `reuse_port` lets sibling worker processes bind the same port; otherwise a port already
-    taken is an error (gRPC's own default would share it silently with any other server)."""
+    taken is an error (gRPC's own default would share it silently with any other server).
+    `extra_handlers`: services of the server's extensions (services/common/extension.py)."""
     limit = engine.server.max_body_bytes
     server = grpc.aio.server(
         interceptors=[GrpcAuthInterceptor(token)] if token else None,
@@ -177,6 +182,8 @@ def build_grpc_server(
         ),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    if extra_handlers:
+        server.add_generic_rpc_handlers(tuple(extra_handlers))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

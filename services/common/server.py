@@ -22,6 +22,7 @@ from grpc_health.v1 import health
 from services.common.auth import load_token
 from services.common.cache import make_cache
 from services.common.engine import Observer, ScoringEngine
+from services.common.extension import ExtensionFactory
 from services.common.fleet import FleetScope
 from services.common.grader import Grader
 from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
@@ -122,6 +123,7 @@ class GraderServer:
         observers: Sequence[Observer] = (),
         routers: Sequence[APIRouter] = (),
         fleet: FleetScope | None = None,
+        extensions: Sequence[ExtensionFactory] = (),
     ) -> None:
         self.name = name
         self.settings = server
@@ -135,6 +137,10 @@ class GraderServer:
             metrics=KitMetrics(),
             observers=observers,
         )
+        # stateful parts over the engine (episodes): their routes and services beside the kit's
+        self.extensions = [make(self.engine) for make in extensions]
+        for extension in self.extensions:
+            self.routers.extend(extension.routers)
         self.http_port = 0
         self.grpc_port = 0
         self._http: AsgiServer | None = None
@@ -156,6 +162,8 @@ class GraderServer:
     async def start(self) -> None:
         token = load_token(self.settings.auth_token_env)  # refuse to start on a named but empty token
         await self.engine.start()
+        for extension in self.extensions:
+            await extension.start()
         limits = HttpLimits(
             max_header_bytes=self.settings.max_header_bytes,
             idle_timeout_s=self.settings.idle_timeout_s,
@@ -178,7 +186,8 @@ class GraderServer:
         await self._http.start()
         self.http_port = self._http.port
         if self.settings.grpc_port >= 0:
-            self._grpc, self._health = build_grpc_server(self.engine, token, self.fleet is not None)
+            handlers = [h for extension in self.extensions for h in extension.grpc_handlers]
+            self._grpc, self._health = build_grpc_server(self.engine, token, self.fleet is not None, handlers)
             address = f"{self.settings.host}:{self.settings.grpc_port}"
             if self.settings.tls.enabled:
                 self.grpc_port = self._grpc.add_secure_port(
@@ -203,6 +212,8 @@ class GraderServer:
             await self._grpc.stop(grace=5)
         if self._http is not None:
             await self._http.stop()
+        for extension in reversed(self.extensions):
+            await extension.stop()
         await self.engine.stop()
 
     async def __aenter__(self) -> GraderServer:

@@ -1,0 +1,63 @@
+"""Episodes as an extension of a served grader (services/common/extension.py).
+
+The final answers of episodes are graded by the serving engine itself (`engine.score`): the
+service's graders, routing and recipes, its cache and deadlines. The sandboxed interpreters are
+started on the first tool call, so a service whose episodes never run code starts none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from services.common.contract import Result, Sample
+from services.common.engine import ScoringEngine
+from services.common.extension import ExtensionFactory
+from services.episodes.environments import ENVIRONMENTS, EnvironmentContext
+from services.episodes.interpreter import InterpreterPool
+from services.episodes.manager import EpisodeManager
+from services.episodes.settings import EpisodeSettings
+from services.episodes.transports import episode_grpc_handler, episode_router
+
+
+class EpisodesExtension:
+    def __init__(self, engine: ScoringEngine, settings: EpisodeSettings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self._pool: InterpreterPool | None = None
+        context = EnvironmentContext(
+            settings=settings, grade=self._grade, emergence=engine.emergence, interpreters=self.interpreters
+        )
+        self.manager = EpisodeManager(settings, ENVIRONMENTS, context, trajectory_keys=engine.emergence.keys)
+
+    def interpreters(self) -> InterpreterPool:
+        if self._pool is None:
+            self._pool = InterpreterPool(self.settings)
+        return self._pool
+
+    async def _grade(self, sample: Sample) -> Result:
+        (result,) = await self.engine.score([sample])
+        return result
+
+    @property
+    def routers(self) -> Sequence[Any]:
+        return [episode_router(self.manager)]
+
+    @property
+    def grpc_handlers(self) -> Sequence[Any]:
+        return [episode_grpc_handler(self.manager)]
+
+    async def start(self) -> None:
+        await self.manager.start_reaper()
+
+    async def stop(self) -> None:
+        await self.manager.stop()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await asyncio.to_thread(pool.close)
+
+
+def episodes(settings: EpisodeSettings) -> ExtensionFactory:
+    """The factory GraderServer takes (`extensions=[episodes(settings)]`)."""
+    return lambda engine: EpisodesExtension(engine, settings)

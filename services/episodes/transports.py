@@ -1,0 +1,179 @@
+"""The episode API on the served grader's two faces: HTTP routes and arbiter.v1.EpisodeService.
+
+HTTP: POST /v1/episodes/start, /v1/episodes/step, /v1/episodes/finish (JSON mirrors of the proto
+messages, the contract models of services/common/contract.py), GET /v1/episodes/stats. A body
+that is not a valid request is a 422; everything about the episode itself is in the answer's
+`status`, with HTTP 200.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+import grpc
+import orjson
+from fastapi import APIRouter, Response
+from pydantic import BaseModel
+
+from arbiter.v1 import reward_pb2 as pb
+from services.common.contract import (
+    EpisodeFinishRequest,
+    EpisodeFinishResponse,
+    EpisodeStartRequest,
+    EpisodeStartResponse,
+    EpisodeStepRequest,
+    EpisodeStepResponse,
+    Status,
+)
+from services.episodes.manager import EpisodeManager
+
+EPISODE_SERVICE = pb.DESCRIPTOR.services_by_name["EpisodeService"].full_name
+_TO_PB: dict[Status, pb.Status] = {s: cast("pb.Status", pb.Status.Value(f"STATUS_{s.value}")) for s in Status}
+_FROM_PB = {value: status for status, value in _TO_PB.items()}
+
+
+def status_to_pb(status: Status) -> pb.Status:
+    return _TO_PB[status]
+
+
+def status_from_pb(value: int) -> Status:
+    for pb_value, status in _FROM_PB.items():
+        if pb_value == value:
+            return status
+    return Status.GRADER_ERROR
+
+
+def _json(model: BaseModel) -> Response:
+    return Response(orjson.dumps(model.model_dump(mode="json")), media_type="application/json")
+
+
+def episode_router(manager: EpisodeManager) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/v1/episodes/start", response_model=EpisodeStartResponse)
+    async def start(request: EpisodeStartRequest) -> Response:
+        return _json(await manager.start(request))
+
+    @router.post("/v1/episodes/step", response_model=EpisodeStepResponse)
+    async def step(request: EpisodeStepRequest) -> Response:
+        return _json(await manager.step(request))
+
+    @router.post("/v1/episodes/finish", response_model=EpisodeFinishResponse)
+    async def finish(request: EpisodeFinishRequest) -> Response:
+        return _json(await manager.finish(request))
+
+    @router.get("/v1/episodes/stats")
+    async def stats() -> Response:
+        return Response(orjson.dumps(manager.stats()), media_type="application/json")
+
+    return router
+
+
+# ---- gRPC ----
+
+
+def start_from_pb(message: pb.EpisodeStartRequest) -> EpisodeStartRequest:
+    return EpisodeStartRequest(
+        episode_id=message.episode_id,
+        environment=message.environment,
+        prompt=message.prompt,
+        label=message.label,
+        metadata=dict(message.metadata),
+        max_turns=message.max_turns,
+    )
+
+
+def start_to_pb(answer: EpisodeStartResponse) -> pb.EpisodeStartResponse:
+    return pb.EpisodeStartResponse(
+        episode_id=answer.episode_id,
+        observation=answer.observation,
+        status=status_to_pb(answer.status),
+        detail=answer.detail,
+    )
+
+
+def step_from_pb(message: pb.EpisodeStepRequest) -> EpisodeStepRequest:
+    return EpisodeStepRequest(episode_id=message.episode_id, turn=message.turn, action=message.action)
+
+
+def step_to_pb(answer: EpisodeStepResponse) -> pb.EpisodeStepResponse:
+    return pb.EpisodeStepResponse(
+        episode_id=answer.episode_id,
+        turn=answer.turn,
+        feedback=answer.feedback,
+        reward=answer.reward,
+        score=answer.score,
+        done=answer.done,
+        status=status_to_pb(answer.status),
+        detail=answer.detail,
+        logs=answer.logs,
+    )
+
+
+def finish_to_pb(answer: EpisodeFinishResponse) -> pb.EpisodeFinishResponse:
+    return pb.EpisodeFinishResponse(
+        episode_id=answer.episode_id,
+        reward=answer.reward,
+        score=answer.score,
+        turns=answer.turns,
+        status=status_to_pb(answer.status),
+        detail=answer.detail,
+        logs=answer.logs,
+    )
+
+
+def step_answer_from_pb(message: pb.EpisodeStepResponse) -> EpisodeStepResponse:
+    """For clients in this repository's tests; the trainer adapter reads the message itself."""
+    return EpisodeStepResponse(
+        episode_id=message.episode_id,
+        turn=message.turn,
+        feedback=message.feedback,
+        reward=message.reward,
+        score=message.score,
+        done=message.done,
+        status=status_from_pb(message.status),
+        detail=message.detail,
+        logs=dict(message.logs),
+    )
+
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+def _unary(
+    convert: Callable[[Any], M], call: Callable[[M], Awaitable[R]], back: Callable[[R], Any]
+) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+    async def handle(message: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            request = convert(message)
+        except ValueError as exc:  # pydantic's ValidationError: an empty id, a negative turn
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc)[:1000])
+        return back(await call(request))
+
+    return handle
+
+
+def episode_grpc_handler(manager: EpisodeManager) -> grpc.GenericRpcHandler:
+    handlers = {
+        "StartEpisode": grpc.unary_unary_rpc_method_handler(
+            _unary(start_from_pb, manager.start, start_to_pb),
+            request_deserializer=pb.EpisodeStartRequest.FromString,
+            response_serializer=pb.EpisodeStartResponse.SerializeToString,
+        ),
+        "StepEpisode": grpc.unary_unary_rpc_method_handler(
+            _unary(step_from_pb, manager.step, step_to_pb),
+            request_deserializer=pb.EpisodeStepRequest.FromString,
+            response_serializer=pb.EpisodeStepResponse.SerializeToString,
+        ),
+        "FinishEpisode": grpc.unary_unary_rpc_method_handler(
+            _unary(lambda m: EpisodeFinishRequest(episode_id=m.episode_id), manager.finish, finish_to_pb),
+            request_deserializer=pb.EpisodeFinishRequest.FromString,
+            response_serializer=pb.EpisodeFinishResponse.SerializeToString,
+        ),
+    }
+    return grpc.method_handlers_generic_handler(EPISODE_SERVICE, handlers)
+
+
+__all__ = ["EPISODE_SERVICE", "Status", "episode_grpc_handler", "episode_router"]
