@@ -79,6 +79,11 @@ class CodeConfig(BaseModel):
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
     cxx: str = Field(default="/usr/bin/g++", description="C++ compiler, run inside the sample's sandbox")
     cxx_flags: list[str] = Field(default_factory=lambda: ["-std=c++17", "-O2"])
+    cxx_pch: bool = Field(
+        default=True,
+        description="precompile <bits/stdc++.h> once per host for cxx_flags (pch.py; in "
+        "/var/tmp/arbiter-pch-<uid> or ARBITER_PCH_DIR) and let C++ compiles load it",
+    )
     compile_time_limit_s: float = Field(
         default=10.0, gt=0, description="per C++ compile, within the sample budget"
     )

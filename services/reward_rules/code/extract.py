@@ -6,13 +6,14 @@ import re
 
 from services.common.emergence import strip_eos
 from services.common.settings import DEFAULT_EOS_MARKERS
+from services.reward_rules.code.languages import FENCES
 
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 # An opening fence (``` or longer, optional info string) up to the matching closing fence.
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 # Info strings that mark a block as the label's language (```cpp): preferred over other blocks.
-_INFO = {"python": ("python", "py", "python3"), "cpp": ("cpp", "c++", "cc", "cxx")}
+_INFO = FENCES
 
 
 def answer_part(response: str) -> str:
@@ -27,7 +28,8 @@ def answer_part(response: str) -> str:
 def extract_program(response: str, language: str = "python") -> str:
     """The last fenced block's body (an unclosed last fence runs to the end), or the whole answer.
 
-    For C++ the last block marked as C++ (```cpp) wins over a later unmarked or other block."""
+    For another language than Python the last block marked as it (```cpp, ```go: languages.py)
+    wins over a later unmarked or other block."""
     text = answer_part(response)
     blocks = [(match.group(2).strip().lower(), match.group(3)) for match in _FENCE.finditer(text)]
     marked = [body for info, body in blocks if info in _INFO.get(language, ())]

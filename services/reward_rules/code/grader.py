@@ -28,7 +28,9 @@ from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
+from services.reward_rules.code.languages import NAMES, TOOLCHAINS, sandbox_paths, toolchain
 from services.reward_rules.code.native import COMPILE, CompileCache, NativeBuild
+from services.reward_rules.code.pch import PrecompiledHeaders
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
@@ -70,7 +72,8 @@ LOG_KEYS = (
     "code/compile_error",
     "code/run_ms",
 )
-LANGUAGES = {"python": "python", "py": "python", "python3": "python", "cpp": "cpp", "c++": "cpp"}
+SERVED = ", ".join(NAMES)  # the languages (languages.py), as errors name them
+LANGUAGES = {alias: chain.name for chain in TOOLCHAINS for alias in chain.aliases}  # alias -> name
 
 
 class CodeGrader(GraderBase):
@@ -86,8 +89,7 @@ class CodeGrader(GraderBase):
             config_hash=config_hash(self.config),
             capabilities=[
                 "code",
-                "python",
-                "cpp",
+                *NAMES,
                 "stdio",
                 "assert",
                 "check",
@@ -105,6 +107,7 @@ class CodeGrader(GraderBase):
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
         self._compile_cache = CompileCache(self.config.compile_cache_mb << 20, os.cpu_count() or 2)
+        self._pch = PrecompiledHeaders(self.config.cxx, self.config.cxx_flags)
 
     def _limits(self) -> Limits:
         output = self.config.max_output_bytes
@@ -114,7 +117,24 @@ class CodeGrader(GraderBase):
             tmpfs_bytes=self.config.tmpfs_mb << 20,
             max_frame_bytes=output * 2 + (16 << 20),
             cpu_limit=self.config.cpu_limit,
+            ro_paths=self._ro_paths(),
         )
+
+    def _ro_paths(self) -> tuple[str, ...]:
+        """Host directories the sandboxes bind read-only: toolchains' files outside /usr (the JDK's
+        configuration) and the precompiled C++ headers (pch.py)."""
+        pch = self._pch.usable_root() if self.config.cxx_pch else None
+        return sandbox_paths() + ((str(pch),) if pch is not None else ())
+
+    def native_build(self, language: str, time_limit_s: float | None = None) -> NativeBuild:
+        """How a program of `language` (a compiled or interpreted one: languages.py) is built here;
+        C++ with the configured compiler and flags, and the precompiled headers once built."""
+        limit = self.config.compile_time_limit_s if time_limit_s is None else time_limit_s
+        argv = [self.config.cxx, *self.config.cxx_flags]
+        if self.config.cxx_pch:
+            argv += self._pch.include_flags()
+        memory, binary = self.config.compile_memory_mb << 20, self.config.max_binary_mb << 20
+        return NativeBuild(self._compile_cache, argv, limit, binary, memory, language)
 
     async def start(self) -> None:
         """Starts the sandbox pool and worker threads before serving (else the first score() does)."""
@@ -128,6 +148,8 @@ class CodeGrader(GraderBase):
         if self._executor is not None:
             return
         backend = start_backend(self.config, self.runner, self._limits(), self.workers)
+        if self.config.cxx_pch and self.config.backend == "local":
+            self._pch.start()  # in the background: compiles go without it until it is built
         self._source, self._pool, self._judges, self._stdio = (
             backend.source,
             backend.pool,
@@ -207,13 +229,14 @@ class CodeGrader(GraderBase):
         label = self._parse(sample.label)
         if isinstance(label, str):
             return self._result(Status.INVALID_INPUT, label)
-        language = LANGUAGES.get(label.language.lower())
-        if language is None:
+        chain = toolchain(label.language)
+        if chain is None:
             return self._result(
-                Status.INVALID_INPUT, f"language {label.language!r} is not supported (python, cpp)"
+                Status.INVALID_INPUT, f"language {label.language!r} is not supported ({SERVED})"
             )
-        if language == "cpp" and not isinstance(label.tests, StdioTests):
-            return self._result(Status.INVALID_INPUT, "C++ labels take stdio tests")
+        language = chain.name
+        if not chain.function_tests and not isinstance(label.tests, StdioTests):
+            return self._result(Status.INVALID_INPUT, f"{language} labels take stdio tests")
         total = label.test_count()
         try:
             if isinstance(label.tests, AssertTests | CheckTests):
@@ -249,25 +272,19 @@ class CodeGrader(GraderBase):
         )
         module = "__main__" if isinstance(label.tests, StdioTests) else "__solution__"
         prelude = label.tests.helpers if isinstance(label.tests, AssertTests | CheckTests) else ""
-        source = self._stdio if self._stdio is not None and module == "__main__" else self._source
+        source = self._stdio if self._stdio is not None else self._source  # a fresh fork per sample
         session = Session(
             source, program, memory_mb << 20, self.config.max_restarts, module, prelude, budget.time_rule
         )
         build = natives = None
-        needs_cxx = language == "cpp" or (
-            isinstance(label.tests, StdioTests) and label.tests.checker == "testlib"
-        )
-        if needs_cxx:
+        needs_cxx = isinstance(label.tests, StdioTests) and label.tests.checker == "testlib"
+        if needs_cxx or not chain.in_harness:
             if self._pool is None:
-                return self._result(Status.GRADER_ERROR, "C++ needs the local sandbox backend", total=total)
-            cxx = NativeBuild(
-                self._compile_cache,
-                [self.config.cxx, *self.config.cxx_flags],
-                self.config.compile_time_limit_s,
-                self.config.max_binary_mb << 20,
-                self.config.compile_memory_mb << 20,
-            )
-            build = cxx if language == "cpp" else None
+                what = "C++ checkers" if chain.in_harness else language
+                detail = f"{what} need the local sandbox backend"
+                return self._result(Status.GRADER_ERROR, detail, total=total)
+            cxx = self.native_build("cpp")
+            build = None if chain.in_harness else cxx if language == "cpp" else self.native_build(language)
             checkers = self._stdio if self._stdio is not None else self._pool
             natives = CheckerSetup(
                 checkers, cxx, self.config.max_restarts, self.config.testlib_header, budget.time_rule

@@ -491,15 +491,21 @@ class Harness:
         return {"ok": True, "value": encoded}
 
     def compile_native(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Compiles a C++ program here, in the sandbox, under a time limit; returns the binary.
+        """Compiles a program here, in the sandbox, under a time limit; returns the binary.
 
         The compiler runs as the candidate would (own process group, first for the memory
         killer); what it cannot finish in time, or in memory, is the program's compile error.
+        `command` (languages.compile_command) names `source_name` and `output`; a directory
+        output (Java's classes) comes back as one zip (a jar). Without `command`: C++ `argv`.
         """
-        with open(SOURCE_NAME, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(request["source"])
+        source_name = request.get("source_name") or SOURCE_NAME
+        output = request.get("output") or BINARY_NAME
+        for name in (source_name, output):
+            if type(name) is not str or "/" in name or name in ("", ".", "..", STDIN_NAME):
+                return {"ok": False, "error": {"type": "ProtocolError", "message": "bad file name"}}
+        _write_new(source_name, request["source"].encode("utf-8", "surrogateescape"))
         try:  # noqa: SIM105 - contextlib would cost start-up time
-            os.unlink(BINARY_NAME)
+            os.unlink(output)
         except OSError:
             pass
         _write_new(STDIN_NAME, b"")
@@ -507,7 +513,10 @@ class Harness:
             return {"ok": False, "error": {"type": "ProtocolError", "message": "bad file name"}}
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
+        if request.get("command"):
+            argv = [str(part) for part in request["command"]]
+        else:
+            argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
         limit = float(request["time_limit_s"])
         mark = _mark()
         pid = _spawn(argv[0], argv, out_w, err_w)
@@ -517,7 +526,7 @@ class Harness:
             run = _not_started(out_r, err_r, -pid)
         else:
             run = _supervise(pid, out_r, err_r, limit, 1 << 16, mark, _wall_limit(request, limit))
-        if run["exit"] or run["signal"] or run["timeout"] or not os.path.exists(BINARY_NAME):
+        if run["exit"] or run["signal"] or run["timeout"] or not os.path.lexists(output):
             return {
                 "ok": True,
                 "compiled": False,
@@ -526,8 +535,8 @@ class Harness:
                 "signal": run["signal"],
                 "stderr": run["stderr"],
             }
-        size = os.path.getsize(BINARY_NAME)
-        if size > int(request["max_binary_bytes"]):
+        binary = _output_bytes(output, int(request["max_binary_bytes"]))
+        if binary is None:
             return {
                 "ok": True,
                 "compiled": False,
@@ -535,8 +544,6 @@ class Harness:
                 "signal": 0,
                 "stderr": b64encode(b"binary too large"),
             }
-        with open(BINARY_NAME, "rb") as handle:
-            binary = handle.read()
         if not _wipe("."):
             self.clean = False
         self._keep_program(binary)
@@ -690,6 +697,7 @@ class Harness:
                     "time_limit_s": min(limit, left),
                     "wall_limit_s": min(wall, left),
                     "max_output_bytes": max_output,
+                    "run": request.get("run"),
                 }
                 reply = self._stdio(compiled, run, executable)
                 timeouts_left -= 1 if reply["timeout"] else 0
@@ -710,6 +718,11 @@ class Harness:
             if pid == 0:
                 close = (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1], *_CPU_USAGE)
                 _child_main(compiled, out_w, err_w, close)
+        elif request.get("run"):  # an interpreter's argv (languages.py): the program as fd 3
+            fd = executable if type(executable) is int else -1
+            path = "/proc/self/fd/3" if fd >= 0 else executable
+            argv = [path if part == "{program}" else str(part) for part in request["run"]]
+            pid = _spawn(argv[0], argv + list(args or ["prog"])[1:], out_w, err_w, fd)
         else:
             if type(executable) is int:
                 executable = "/proc/self/fd/" + str(executable)  # the spawned process's own copy
@@ -721,6 +734,40 @@ class Harness:
         limit = float(request["time_limit_s"])
         wall = _wall_limit(request, limit)
         return _supervise(pid, out_r, err_r, limit, int(request["max_output_bytes"]), mark, wall)
+
+
+def _output_bytes(output: str, max_bytes: int) -> Any:
+    """A compile's output as bytes: a regular file's, or a directory's regular files as one
+    stored zip (Java's classes, a jar); None when over `max_bytes` (or not a file or directory)."""
+    import stat
+
+    mode = os.lstat(output).st_mode
+    if stat.S_ISREG(mode):
+        if os.path.getsize(output) > max_bytes:
+            return None
+        with open(output, "rb") as handle:
+            return handle.read()
+    if not stat.S_ISDIR(mode):
+        return None
+    import io
+    import zipfile
+
+    found, total = [], 0
+    for folder, _, names in os.walk(output):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+                found.append(path)
+    if total > max_bytes:
+        return None
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for path in found:
+            archive.write(path, os.path.relpath(path, output))
+    data = buffer.getvalue()
+    return data if len(data) <= max_bytes else None
 
 
 def _put_files(files: Any) -> bool:
@@ -773,24 +820,28 @@ def _oom_adjust(value: Any) -> None:
 _SPAWN_DEFAULTS = (_signal.SIGPIPE, _signal.SIGXFSZ)  # ignored here; at their defaults in a run
 
 
-def _spawn(path: str, argv: Any, out_w: int, err_w: int) -> int:
+def _spawn(path: str, argv: Any, out_w: int, err_w: int, program_fd: int = -1) -> int:
     """Starts an executable on the stdin file, with out_w and err_w as its stdout and stderr, in a
     process group of its own, signals at their defaults (as a judge runs a binary); its pid, or
     -errno when it could not be executed. No fork of this process: posix_spawn (vfork) costs
     a fraction of one. Every other fd of this process is close-on-exec. The run is the memory
     killer's first choice (oom_score_adj 1000, inherited): this process takes that value only
-    while it spawns, and its own back at once."""
+    while it spawns, and its own back at once. `program_fd` (the sealed program, for an
+    interpreter to read) is the run's fd 3."""
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, STDIN_NAME, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    if program_fd >= 0:
+        actions.append((os.POSIX_SPAWN_DUP2, program_fd, 3))
     _oom_adjust(b"1000")
     try:
         return os.posix_spawn(
             path,
             argv,
             os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, STDIN_NAME, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, out_w, 1),
-                (os.POSIX_SPAWN_DUP2, err_w, 2),
-            ],
+            file_actions=actions,
             setpgroup=0,
             setsigdef=_SPAWN_DEFAULTS,
             setsigmask=(),

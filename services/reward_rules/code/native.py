@@ -1,11 +1,16 @@
-"""C++ programs: compiled in the candidate's sandbox, once per distinct source (a bounded cache).
+"""Compiled languages' programs (C++, Go, Rust, Java: languages.py): compiled in the candidate's
+sandbox, once per distinct source and limits (a bounded cache); interpreted ones (bash, nodejs)
+installed as they are.
 
 The compiler is as hostile an input's target as the program (`#include </dev/zero>`, template
 explosions): it runs inside the sample's sandbox, under its memory limit and a compile time
 limit, and whatever it cannot do is the program's compile error (a verdict). A GRPO group
 sends the same program many times: the cache keeps each compiled binary (and each compile
-error) by the hash of source and flags; samples that arrive while it compiles wait for that one
-compile instead of starting their own. A cached binary is copied into a fresh sandbox.
+error) by the hash of source, compile command and the compile's limits (its memory and time:
+what compiled under more memory may not under less); samples that arrive while it compiles wait
+for that one compile instead of starting their own. A compile that failed for a resource limit
+(killed by the memory limit, a signal, out of processes or disk) is never kept: under another
+request's limits it might compile. A cached binary is copied into a fresh sandbox.
 """
 
 from __future__ import annotations
@@ -13,11 +18,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from services.reward_rules.code.languages import (
+    Toolchain,
+    compile_command,
+    missing,
+    run_command,
+    source_name,
+    toolchain,
+)
 from services.reward_rules.code.session import (
     TIMEOUT,
     CandidateFailure,
@@ -111,8 +125,13 @@ class CompileCache:
             pending.event.set()
 
 
-def cache_key(source: str, argv: list[str], files: dict[str, str] | None = None) -> str:
+def cache_key(
+    source: str, argv: list[str], files: dict[str, str] | None = None, limits: tuple[float, ...] = ()
+) -> str:
+    """The compile's identity: the source, the whole command, the files beside it, and the limits
+    it ran under (`limits`: its memory bytes and time limit)."""
     digest = hashlib.sha256("\0".join(argv).encode())
+    digest.update(("\0\2" + ",".join(f"{limit!r}" for limit in limits)).encode())
     for name, text in sorted((files or {}).items()):
         digest.update(b"\0\1" + name.encode() + b"\0" + hashlib.sha256(text.encode()).digest())
     digest.update(b"\0\0")
@@ -127,36 +146,76 @@ def _compiler_message(stderr: bytes) -> str:
     return errors[0][:300] if errors else last_line(stderr)
 
 
+# What a compiler says when a limit, not the source, stopped it (g++ when the memory killer took
+# cc1plus, a failed fork or allocation, a full /tmp, the JVM's, Go's and Rust's allocators).
+_RESOURCE = re.compile(
+    r"Killed signal terminated program|cannot allocate memory|virtual memory exhausted|out of memory"
+    r"|OutOfMemoryError|could not reserve enough space|memory allocation of \d+ bytes failed"
+    r"|resource temporarily unavailable|cannot fork|no space left on device|file size limit exceeded"
+    r"|pthread_create failed|failed to create (?:a )?(?:new )?thread|unable to create native thread",
+    re.IGNORECASE,
+)
+
+
+def resource_failure(stderr: bytes) -> bool:
+    """Whether a failed compile's output says a resource limit stopped it (never cached)."""
+    return _RESOURCE.search(stderr.decode("utf-8", "replace")) is not None
+
+
 @dataclass(frozen=True)
 class NativeBuild:
-    """How a compiled language's program is built (C++: g++ in the sample's sandbox, cached)."""
+    """How a program of `language` is built: compiled in the sample's sandbox (cached), or, for an
+    interpreted language, installed as it is with its interpreter's run command. `argv` is the C++
+    compiler and its flags (the other languages' commands are in languages.py)."""
 
     cache: CompileCache
     argv: list[str]
     time_limit_s: float
     max_binary_bytes: int
     memory_bytes: int
+    language: str = "cpp"
+    chain: Toolchain = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        chain = toolchain(self.language)
+        if chain is None or chain.in_harness:
+            raise ValueError(f"no native build for language {self.language!r}")
+        object.__setattr__(self, "chain", chain)
 
 
 def prepare_binary(
     session: Session, build: NativeBuild, deadline: float, files: dict[str, str] | None = None
 ) -> str | None:
-    """Puts the program's binary in the session's sandbox; a compile error's message otherwise.
+    """Puts the program in the session's sandbox, compiled if its language is; a compile error's
+    message otherwise.
 
     The compile gets the build's memory (at least the tests' limit) and its own time limit,
     outside the tests' budget; the tests get theirs. `deadline` bounds the wait for a compile of
-    the same source under way elsewhere. A compiler missing from this host is an
+    the same source under way elsewhere. A toolchain missing from this host is an
     InfrastructureError (GRADER_ERROR), never the program's compile error. `files` (headers, by
     name) are put beside the source, and count in the cache key."""
-    cache, argv, max_binary_bytes = build.cache, build.argv, build.max_binary_bytes
-    if not os.access(argv[0], os.X_OK):
-        raise InfrastructureError(f"the C++ compiler {argv[0]} is not on this host (apt-get install g++)")
-    key = cache_key(session.program, argv, files)
+    chain = build.chain
+    run = run_command(chain, session.program, session.memory_bytes)
+    if not chain.compiled:  # an interpreter runs the source itself
+        problem = missing(chain)
+        if problem is not None:
+            raise InfrastructureError(problem)
+        session.install_binary(session.program.encode("utf-8", "surrogateescape"), run=run)
+        return None
+    cache, max_binary_bytes = build.cache, build.max_binary_bytes
+    problem = missing(chain)
+    if chain.name == "cpp" and not os.access(build.argv[0], os.X_OK):
+        problem = f"the C++ compiler {build.argv[0]} is not on this host (apt-get install g++)"
+    if problem is not None:
+        raise InfrastructureError(problem)
+    memory = max(build.memory_bytes, session.memory_bytes)
+    command = compile_command(chain, session.program, memory, build.argv[0], build.argv[1:])
+    key = cache_key(session.program, command, files, (memory, build.time_limit_s))
     cached = cache.claim(key, max(deadline - time.monotonic(), 0))
     if cached is not None:
         if cached.binary is None:
             return cached.message
-        session.install_binary(cached.binary)
+        session.install_binary(cached.binary, run=run)
         return None
     result: Compiled | None = None
     unkept: Compiled | None = None  # a timeout: not kept, but the samples waiting for it take it
@@ -167,7 +226,9 @@ def prepare_binary(
         message: dict[str, object] = {
             "op": "compile",
             "source": session.program,
-            "argv": argv,
+            "source_name": source_name(chain, session.program),
+            "output": chain.output,
+            "command": command,
             "time_limit_s": limit,
             "wall_limit_s": wall,
             "max_binary_bytes": max_binary_bytes,
@@ -178,7 +239,8 @@ def prepare_binary(
                 for name, text in files.items()
             }
         session.start()
-        session.set_memory(max(build.memory_bytes, session.memory_bytes))
+        oom_before = session.sandbox.oom_kills() if session.sandbox is not None else 0
+        session.set_memory(memory)
         try:
             reply = session.exchange(
                 message, time.monotonic() + wall + 2.0, max_binary_bytes * 4 // 3 + (64 << 10)
@@ -188,7 +250,7 @@ def prepare_binary(
         if reply.get("compiled") is True:
             binary = base64.b64decode(str(reply.get("binary", "")), validate=True)
             result = Compiled(binary)
-            session.install_binary(binary, installed=True)
+            session.install_binary(binary, installed=True, run=run)
             return None
         stderr = base64.b64decode(str(reply.get("stderr", "")), validate=True)
         if reply.get("timeout"):
@@ -199,6 +261,12 @@ def prepare_binary(
         )
         if reply.get("started") is False:  # nothing compiled: neither kept nor given to waiters
             return detail or "the compiler did not start"
+        oom = session.sandbox is not None and session.sandbox.oom_kills() > oom_before
+        if oom or reply.get("signal") or resource_failure(stderr):
+            # a limit stopped it, not the source: the same limits' waiters take it, nobody later
+            why = f"over the compile's memory limit of {memory >> 20} MB" if oom else detail
+            unkept = Compiled(None, f"compiling: {why or 'the compiler failed'}")
+            return unkept.message
         result = Compiled(None, detail or "the compiler failed")
         return result.message
     except CandidateFailure as exc:

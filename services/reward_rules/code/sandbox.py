@@ -54,6 +54,7 @@ class Limits:
     tmpfs_bytes: int
     max_frame_bytes: int
     cpu_limit: float = 0.0  # CPUs per sandbox (a CFS quota, where the cpu controller is there); 0: none
+    ro_paths: tuple[str, ...] = ()  # more host directories bound read-only (toolchains: languages.py)
 
 
 def parse_frame(body: bytes, what: str = "reply") -> dict[str, Any]:
@@ -99,6 +100,8 @@ def bwrap_argv(
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
     for path in _SYSTEM_FILES:
+        argv += ["--ro-bind-try", path, path]
+    for path in limits.ro_paths:  # a toolchain's files outside /usr, the C++ precompiled headers
         argv += ["--ro-bind-try", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     if cpu_usage is not None:  # the harness times runs on the CPU the whole sandbox used

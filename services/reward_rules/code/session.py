@@ -145,6 +145,7 @@ class Session:
         self.load_error: Exception | None = None
         self.stderr_bytes = 0
         self.binary: bytes | None = None  # a compiled program, installed in every fresh sandbox
+        self.run_argv: list[str] = []  # how a run starts `binary` (languages.run_command); []: exec it
         self._installed: SandboxLike | None = None  # the sandbox that holds `binary`
         self.reusable = False  # only stdio runs so far in this sandbox: another sample may reuse it
 
@@ -173,10 +174,12 @@ class Session:
             raise InfrastructureError(f"could not install the compiled program: {reply}"[:300])
         self._installed = sandbox
 
-    def install_binary(self, binary: bytes, installed: bool = False) -> None:
+    def install_binary(self, binary: bytes, installed: bool = False, run: list[str] | None = None) -> None:
         """Makes `binary` the program, in every sandbox this session runs it in (`installed`: the
-        running sandbox has it already). Sent with the first run in each sandbox."""
+        running sandbox has it already). Sent with the first run in each sandbox. `run`: the argv
+        that runs it (an interpreter's, `{program}` standing for it); none: it is executed."""
         self.binary = binary
+        self.run_argv = list(run or [])
         self._installed = self.sandbox if installed else None
 
     def start(self) -> None:
@@ -355,6 +358,8 @@ class Session:
         sandbox = self._start()
         if self.binary is not None:
             message["binary"] = True
+            if self.run_argv:
+                message["run"] = self.run_argv
             if self._installed is not sandbox:
                 self._install(sandbox, self.binary, time.monotonic() + START_TIMEOUT_S)
         else:
@@ -420,6 +425,8 @@ class Session:
             message["source"] = self.program
         else:
             message["binary"] = True
+            if self.run_argv:
+                message["run"] = self.run_argv
             if self._installed is not sandbox:
                 message["data"] = base64.b64encode(self.binary).decode()
         oom_before = sandbox.oom_kills()
