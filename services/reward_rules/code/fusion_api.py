@@ -30,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.auth import PathTokenRouter
 from services.common.grader import Grader
-from services.reward_rules.code.grader import LANGUAGES, CodeGrader
-from services.reward_rules.code.native import NativeBuild, prepare_binary
+from services.reward_rules.code.grader import LANGUAGES, SERVED, CodeGrader
+from services.reward_rules.code.languages import toolchain
+from services.reward_rules.code.native import prepare_binary
 from services.reward_rules.code.session import CandidateFailure, InfrastructureError, Session, StdioRun
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
@@ -104,11 +105,9 @@ class FusionRunner:
         config = self.grader.config
         language = LANGUAGES.get(request.language.lower())
         if language is None:
-            return sandbox_error(
-                f"language {request.language!r} is not supported by this sandbox (python, cpp)"
-            )
-        if language == "cpp" and not self.grader.has_local_sandboxes():
-            return sandbox_error("C++ needs the code grader's local sandbox backend")
+            return sandbox_error(f"language {request.language!r} is not supported by this sandbox ({SERVED})")
+        if language != "python" and not self.grader.has_local_sandboxes():
+            return sandbox_error(f"{language} needs the code grader's local sandbox backend")
         if request.files or request.fetch_files:
             return sandbox_error("files and fetch_files are not supported by this sandbox")
         source = self.grader.sandbox_source()
@@ -119,10 +118,13 @@ class FusionRunner:
         session = Session(source, request.code, memory_mb << 20, 0, module, time_rule=self.grader.time_rule())
         try:
             compile_result = None
-            if language == "cpp":
-                compile_result = self._compile(session, request)
+            chain = toolchain(language)
+            if chain is not None and chain.compiled:
+                compile_result = self._compile(session, request, language)
                 if compile_result["return_code"] != 0:
                     return _response("Failed", "", compile_result, None)
+            elif language != "python":  # an interpreted language: its source installed as the program
+                prepare_binary(session, self.grader.native_build(language), time.monotonic())
             started = time.monotonic()
             try:
                 run = session.run_stdio(request.stdin or "", run_timeout, config.max_output_bytes)
@@ -141,16 +143,10 @@ class FusionRunner:
         ok = result["status"] == "Finished" and result["return_code"] == 0
         return _response("Success" if ok else "Failed", "", compile_result, result)
 
-    def _compile(self, session: Session, request: RunCodeRequest) -> dict[str, Any]:
+    def _compile(self, session: Session, request: RunCodeRequest, language: str) -> dict[str, Any]:
         config = self.grader.config
         limit = min(request.compile_timeout, config.compile_time_limit_s)
-        build = NativeBuild(
-            self.grader.compile_cache,
-            [config.cxx, *config.cxx_flags],
-            limit,
-            config.max_binary_mb << 20,
-            config.compile_memory_mb << 20,
-        )
+        build = self.grader.native_build(language, limit)
         started = time.monotonic()
         error = prepare_binary(session, build, started + session.time_rule.wall(limit) + 5.0)
         seconds = time.monotonic() - started
