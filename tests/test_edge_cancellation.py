@@ -27,8 +27,8 @@ from services.common.server import AsgiServer, GraderServer
 from services.common.settings import BatchSettings
 from services.judge_proxy.service import build_grader
 from tests.helpers import WatchedGrader, server_settings
-from tests.judge_proxy.conftest import judge_settings
 from tests.judge_proxy.fake_openai import FakeOpenAI
+from tests.judge_proxy.judges import judge_settings
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "asyncio": asyncio.new_event_loop,

@@ -19,7 +19,7 @@ from services.common.contract import Sample, Status
 from services.common.engine import ScoringEngine
 from services.common.settings import KitSettings
 from services.evaluate.scorers import EngineScorer
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 from tests.helpers import ScriptedGrader, server_settings
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from services.common.server import GraderServer
 from services.reward_rules.math.grader import MathConfig, MathGrader
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 from tests.helpers import server_settings
 
 ARBITER = [sys.executable, "-m", "services.cli"]

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from services.evaluate.compare import compare, print_comparison, render
 from services.evaluate.tables import print_summary
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 
 ARBITER = [sys.executable, "-m", "services.cli"]
 PAYLOADS = ("<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "[/bold]", "[red]x[/]")

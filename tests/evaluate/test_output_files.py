@@ -19,7 +19,7 @@ import pytest
 
 from services.evaluate.outfiles import UnsafeOutput
 from services.reward_rm.rm_eval import check_rm_eval_files
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 
 ARBITER = [sys.executable, "-m", "services.cli"]
 

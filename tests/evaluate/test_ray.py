@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(300)]
 ARBITER = [sys.executable, "-m", "services.cli"]

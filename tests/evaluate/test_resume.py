@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from services.evaluate.writer import completed_rows
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 
 ARBITER = [sys.executable, "-m", "services.cli"]
 

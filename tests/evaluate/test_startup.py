@@ -12,7 +12,7 @@ import pytest
 
 from services import catalog, cli
 from services.reward_rules.math import pool
-from tests.evaluate.conftest import math_rows, write_jsonl
+from tests.evaluate.rows import math_rows, write_jsonl
 
 
 def test_the_cli_names_every_service_of_the_catalog() -> None:

@@ -17,8 +17,8 @@ from services.common.grader import SAMPLE_DEADLINES
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.parsing import ParseError, Quotes, parse_label, parse_score
 from services.judge_proxy.service import build_grader
-from tests.judge_proxy.conftest import judge_settings
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
+from tests.judge_proxy.judges import judge_settings
 
 Make = Callable[..., JudgeGrader]
 

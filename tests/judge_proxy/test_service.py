@@ -9,8 +9,8 @@ import httpx
 
 from services.common.server import GraderServer
 from services.judge_proxy.service import build_grader
-from tests.judge_proxy.conftest import judge_settings
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
+from tests.judge_proxy.judges import judge_settings
 
 
 def serve(settings: object) -> GraderServer:

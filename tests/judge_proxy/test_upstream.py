@@ -12,8 +12,8 @@ import pytest
 from services.common.contract import Sample, Status
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.service import build_grader
-from tests.judge_proxy.conftest import judge_settings
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
+from tests.judge_proxy.judges import judge_settings
 
 Make = Callable[..., JudgeGrader]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ServiceProcess, free_port
+from tests.trainer.frameworks.running import RunningGateway
 
 # Only the gateway's own settings: a trainer-side ARBITER_GATEWAY would read as its section.
 _TRAINER_VARS = ("ARBITER_GATEWAY", "ARBITER_GATEWAY_TIMEOUT_S", "ARBITER_GATEWAY_WAIT_S", "ARBITER_LOG_KEYS")
@@ -24,13 +24,6 @@ _TRAINER_VARS = ("ARBITER_GATEWAY", "ARBITER_GATEWAY_TIMEOUT_S", "ARBITER_GATEWA
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "framework: drives a real trainer framework in its own venv")
-
-
-@dataclass
-class RunningGateway:
-    process: ServiceProcess
-    grpc_target: str
-    http_url: str
 
 
 @pytest.fixture

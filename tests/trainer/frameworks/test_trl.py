@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from testkit.tiny_checkpoints import build_tokenizer
-from tests.trainer.frameworks.conftest import RunningGateway
+from tests.trainer.frameworks.running import RunningGateway
 
 pytestmark = pytest.mark.framework
 

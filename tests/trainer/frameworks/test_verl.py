@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from testkit.tiny_checkpoints import build_tokenizer
-from tests.trainer.frameworks.conftest import RunningGateway
 from tests.trainer.frameworks.proxy import FirstClientOnly
+from tests.trainer.frameworks.running import RunningGateway
 
 pytestmark = pytest.mark.framework
 
