@@ -305,6 +305,27 @@ def rm_eval(
 
 
 @app.command()
+def config(
+    defaults: Annotated[
+        bool, typer.Option("--defaults", help="the settings tree on its defaults, with descriptions")
+    ] = False,
+    markdown: Annotated[bool, typer.Option(help="as docs/configuration.md (with --defaults)")] = False,
+    config_file: ConfigOption = None,
+) -> None:
+    """Print the settings: with --defaults the whole tree as commented YAML, else the effective
+    settings (defaults < YAML file < ARBITER_* environment)."""
+    if defaults:
+        from services.config_reference import configuration_markdown, defaults_yaml
+
+        typer.echo(configuration_markdown() if markdown else defaults_yaml(), nl=False)
+        return
+    import yaml
+
+    effective = _settings(config_file).model_dump(mode="json")
+    typer.echo(yaml.safe_dump(effective, sort_keys=False, allow_unicode=True), nl=False)
+
+
+@app.command()
 def graders() -> None:
     """List the services and graders this install has."""
     from services import catalog
