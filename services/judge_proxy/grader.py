@@ -21,6 +21,7 @@ from typing import Any
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.emergence import strip_eos
 from services.common.grader import SAMPLE_DEADLINES, GraderBase, config_hash
+from services.common.labels import REFERENCE_KEYS
 from services.common.offload import maybe_off_loop
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.judge_cache import JudgeCache
@@ -57,6 +58,7 @@ LOG_KEYS = (
     "judge/request_rejected",  # the upstream refused the request itself (too long, content filter)
     "judge/overlong",  # the response was over max_response_chars/bytes: the lowest reward, no judge call
     "judge/lowest",  # a failure the response can cause made the rubric's lowest verdict (see detail)
+    "judge/invalid",  # the judge chose one of the rubric's invalid_labels (no gradable answer)
 )
 
 
@@ -145,6 +147,10 @@ class JudgeGrader(GraderBase):
             fields = {k: v for k, v in label.items() if k != "grader"}
         elif sample.label:
             fields = {"reference": sample.label}
+        if "reference" not in fields:  # a math-style label: {"answer": ...} is the reference too
+            given = [fields[key] for key in REFERENCE_KEYS if fields.get(key) not in (None, "")]
+            if given:
+                fields["reference"] = given[0]
         item: dict[str, Any] = {**sample.metadata, **fields, "label": sample.label}
         item.setdefault("prompt", sample.prompt)
         name = item.pop("rubric", None) or self.settings.default_rubric
@@ -199,7 +205,8 @@ class JudgeGrader(GraderBase):
 
     @staticmethod
     def _detail(name: str, outcome: RubricOutcome, tally: Tally) -> str:
-        parts = [f"{name}: judge {outcome.raw:.4g} -> reward {outcome.reward:.4g}"]
+        said = f"{outcome.label} (judge {outcome.raw:.4g})" if outcome.label else f"judge {outcome.raw:.4g}"
+        parts = [f"{name}: {said} -> reward {outcome.reward:.4g}"]
         if outcome.passed is not None:
             parts.append("pass" if outcome.passed else "fail")
         if tally.weighted:
@@ -232,6 +239,7 @@ class JudgeGrader(GraderBase):
             "judge/fallback_model": float(tally.fallback_verdicts),
             "judge/overlong": 0.0,
             "judge/lowest": 0.0,
+            "judge/invalid": float(bool(outcome and outcome.invalid)),
         }
 
     def _with_length_bias(self, samples: Sequence[Sample], results: list[Result]) -> list[Result]:

@@ -90,6 +90,8 @@ class RubricOutcome:
     reward: float  # on the rubric's output scale
     raw: float  # the judge's own number (score on its range, label value, formula value)
     passed: bool | None
+    label: str = ""  # the label a label rubric's judge chose ("" for other rubrics)
+    invalid: bool = False  # that label is one of the rubric's invalid_labels (no gradable answer)
 
 
 def _schema(rubric: ScoreModelRubric | LabelModelRubric) -> dict[str, Any]:
@@ -250,7 +252,11 @@ class RubricEvaluator:
             lowest = min(rubric.labels, key=rubric.value_of)
             verdict = Verdict(value=rubric.value_of(lowest), text=lowest, weighted=False)
         return RubricOutcome(
-            reward=verdict.value, raw=verdict.value, passed=verdict.text in rubric.passing_labels
+            reward=verdict.value,
+            raw=verdict.value,
+            passed=verdict.text in rubric.passing_labels,
+            label=verdict.text,
+            invalid=verdict.text in rubric.invalid_labels,
         )
 
     def _as_lowest(self, failure: JudgeFailure, tally: Tally, name: str) -> None:

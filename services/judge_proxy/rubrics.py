@@ -109,14 +109,23 @@ class LabelModelRubric(_ModelRubric):
     labels: list[str] = Field(min_length=2)
     passing_labels: list[str] = Field(min_length=1)
     label_values: dict[str, float] = Field(default_factory=dict, description="reward per label")
+    invalid_labels: list[str] = Field(
+        default_factory=list,
+        description="labels that say the response holds no gradable answer (cut off, no final answer): "
+        "logged as judge/invalid, so a run sees how often its policy gives none",
+    )
 
     @model_validator(mode="after")
     def _labels(self) -> LabelModelRubric:
-        unknown = (set(self.passing_labels) | set(self.label_values)) - set(self.labels)
+        unknown = (set(self.passing_labels) | set(self.label_values) | set(self.invalid_labels)) - set(
+            self.labels
+        )
         if unknown:
             raise ValueError(f"labels {sorted(unknown)} are not in labels {self.labels}")
         if len({label.casefold() for label in self.labels}) != len(self.labels):
             raise ValueError("labels must differ beyond case")
+        if set(self.invalid_labels) & set(self.passing_labels):
+            raise ValueError(f"invalid_labels {self.invalid_labels} cannot be passing labels")
         return self
 
     def value_of(self, label: str) -> float:

@@ -137,7 +137,7 @@ def test_formulas_allow_arithmetic_only() -> None:
 
 def test_builtin_rubrics_load_and_files_override_them(tmp_path: Path) -> None:
     names = {rubric.name for rubric in builtin_rubrics()}
-    assert names == {"helpfulness", "correctness", "pairwise"}
+    assert names == {"helpfulness", "correctness", "pairwise", "verifier", "verifier_letters"}
     extra = tmp_path / "mine.yaml"
     extra.write_text(
         "rubrics:\n"
