@@ -100,5 +100,35 @@ class CodeConfig(BaseModel):
         "into the sandbox that compiles them); empty: /usr/local/include/testlib.h or "
         "/usr/include/testlib.h where the host has one",
     )
+    run_code_workers: int = Field(
+        default=0,
+        ge=0,
+        description="/run_code runs at once, on threads of their own (never the grader's workers: a "
+        "sleeping /run_code program cannot delay a graded sample); 0 means CPU count",
+    )
+    run_code_per_caller: int = Field(
+        default=0,
+        ge=0,
+        description="of those, at most this many for one caller (the X-Arbiter-Caller header, else "
+        "the client's address); 0: no cap beyond run_code_workers (freed slots go to callers in turn)",
+    )
+    run_code_queue: int = Field(
+        default=256, ge=0, description="/run_code requests waiting for a slot; past it, 504 at once"
+    )
+    run_code_queue_per_caller: int = Field(
+        default=0, ge=0, description="waiting requests of one caller; 0: run_code_queue"
+    )
+    run_code_max_wait_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="a /run_code request not started within this is answered 504 (veRL's client "
+        "retries on 504): every answer comes inside veRL's HTTP timeout (compile + run + 10 s)",
+    )
+    run_code_max_files: int = Field(
+        default=64, ge=0, description="files, and fetch_files, per /run_code request"
+    )
+    run_code_files_mb: int = Field(
+        default=16, ge=0, description="/run_code files uploaded, and files fetched back, in all (MB)"
+    )
     python_site: bool = Field(default=False, description="import site (dist-packages) in the sandbox")
     sandbox_uid: int = Field(default=65534, ge=1, description="host uid of sandboxes when the grader is root")

@@ -8,32 +8,57 @@ files, fetch_files}` in; `{status: Success | Failed | SandboxError, message, com
 run_result, executor_pod_name, files}` out, each result `{status: Finished | Error |
 TimeLimitExceeded, execution_time, return_code, stdout, stderr}`. veRL 0.9.1 calls no other
 SandboxFusion endpoint (its reward path runs each test case as one `/run_code`; the release ships
-no SandboxFusion tool), so this is the one served.
+no SandboxFusion tool), so this is the one served. docs/graders/code.md has the whole contract.
 
-Every run is one program in a fresh process in a fresh bubblewrap sandbox of the code grader's
-pool, under the grader's limits (the request's timeouts and memory are honoured up to the
-grader's caps), on the grader's worker threads: the same isolation, seccomp filter, cgroup and
-compile cache as graded samples. Python and C++ (g++, the grader's flags, compiled in the
-sandbox, cached by source); any other language is a `SandboxError` naming the ones served.
-`files` (files to put beside the program) and `fetch_files` are not supported: a request with
-any is refused the same way, rather than run without them.
+As in SandboxFusion: `language` is required (a request without it is a 422); `run_timeout` and
+`compile_timeout` are wall-clock limits (a program that sleeps past `run_timeout` is
+`TimeLimitExceeded`, `return_code` null), while each sandbox keeps the grader's CPU quota, so a
+run's CPU time never exceeds its wall time (where the quota is off, CPU time is limited to the
+same figure); `files` are written beside the program (`null` skipped) and `fetch_files` come back
+base64 in `files`, paths confined to the run's directory (fusion_files.py).
+
+Every run is one program in a fresh process in a sandbox of the code grader's pool (a reused one
+only once proven clean), with the same isolation, seccomp filter, cgroup and compile cache as
+graded samples, but on threads of its own: `/run_code` never takes the grader's workers. A
+bounded number run at once, callers in turn, with a bounded queue (fusion_slots.py); a request
+not started within `run_code_max_wait_s`, or refused by a full queue, is answered 504 (veRL's
+client retries on 504). Every answer comes within compile + run + 10 s of the request (veRL's own
+HTTP timeout): past compile + run + 3 s after it started, a run is killed and answered 504. A run
+whose caller hung up is killed at once (a compile under way finishes first: others may be waiting
+for it in the compile cache). Python and C++ (g++, the grader's flags, compiled in the sandbox,
+cached by source); any other language is a `SandboxError` naming the ones served.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.auth import PathTokenRouter
 from services.common.grader import Grader
+from services.common.http_app import unless_disconnected
+from services.reward_rules.code.fusion_files import FilesRefused, fetch_plan, upload_plan
+from services.reward_rules.code.fusion_slots import FairSlots, Overloaded
 from services.reward_rules.code.grader import LANGUAGES, SERVED, CodeGrader
 from services.reward_rules.code.languages import toolchain
 from services.reward_rules.code.native import prepare_binary
-from services.reward_rules.code.session import CandidateFailure, InfrastructureError, Session, StdioRun
+from services.reward_rules.code.sandbox import Sandbox
+from services.reward_rules.code.session import (
+    START_TIMEOUT_S,
+    CandidateFailure,
+    InfrastructureError,
+    Session,
+    StdioRun,
+    TimeRule,
+)
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
 
@@ -42,10 +67,10 @@ class RunCodeRequest(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     code: str
-    language: str = "python"
+    language: str  # required, as in SandboxFusion: a request without it is a 422
     stdin: str | None = None
-    compile_timeout: float = Field(default=10.0, gt=0)
-    run_timeout: float = Field(default=10.0, gt=0)
+    compile_timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    run_timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
     memory_limit_mb: int = Field(default=-1, alias="memory_limit_MB")
     files: dict[str, str | None] = Field(default_factory=dict)
     fetch_files: list[str] = Field(default_factory=list)
@@ -62,7 +87,11 @@ def _command(status: RunStatus, seconds: float, code: int | None, stdout: str, s
 
 
 def _response(
-    status: str, message: str, compile_result: dict[str, Any] | None, run_result: dict[str, Any] | None
+    status: str,
+    message: str,
+    compile_result: dict[str, Any] | None,
+    run_result: dict[str, Any] | None,
+    files: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -70,7 +99,7 @@ def _response(
         "compile_result": compile_result,
         "run_result": run_result,
         "executor_pod_name": None,
-        "files": {},
+        "files": files or {},
     }
 
 
@@ -95,27 +124,140 @@ def _run_result(run: StdioRun, seconds: float, memory_mb: int) -> dict[str, Any]
     return _command("Finished", seconds, code, stdout, stderr)
 
 
+def wall_clock(rule: TimeRule) -> TimeRule:
+    """SandboxFusion's limits: the wall clock. Where sandboxes count their CPU time, the CPU limit
+    is the same figure (under the CPU quota a run's CPU time stays below its wall time anyway)."""
+    return TimeRule(rule.cpu, 1.0, 0.0)
+
+
+class Cancelled(Exception):
+    """The request's caller hung up, or its time ran out: nobody reads the answer."""
+
+
+class Cancel:
+    """Kills a request's run from the event loop when its caller hangs up (or its time is up).
+
+    The run's thread attaches its session once the sandbox is started; `cancel` kills that sandbox's
+    processes (SIGKILL, the cgroup's too), and the blocked run returns at once. A cancel that comes
+    before the attach is seen by the thread right after it (`attach` raises Cancelled)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cancelled = False
+        self._session: Session | None = None
+
+    def attach(self, session: Session) -> None:
+        with self._lock:
+            if self.cancelled:
+                raise Cancelled
+            self._session = session
+
+    def detach(self) -> None:
+        with self._lock:
+            self._session = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            session = self._session
+        sandbox = session.sandbox if session is not None else None
+        if session is not None and isinstance(sandbox, Sandbox):
+            session.reusable = False
+            with contextlib.suppress(ProcessLookupError):
+                sandbox.process.kill()
+            if sandbox.cgroup is not None:
+                sandbox.cgroup.kill_all()
+
+
 class FusionRunner:
-    """Runs `/run_code` requests in the code grader's sandboxes (blocking: on its worker threads)."""
+    """Runs `/run_code` requests in the code grader's sandboxes, on threads of its own."""
 
     def __init__(self, grader: CodeGrader) -> None:
         self.grader = grader
+        config = grader.config
+        self.workers = config.run_code_workers or grader.workers
+        self.slots = FairSlots(
+            self.workers, config.run_code_per_caller, config.run_code_queue, config.run_code_queue_per_caller
+        )
+        self._executor: ThreadPoolExecutor | None = None
 
-    def run(self, request: RunCodeRequest) -> dict[str, Any]:
+    # ------------------------------------------------------------------ on the event loop
+
+    async def serve(self, request: RunCodeRequest, caller: str) -> JSONResponse:
+        """The answer to one request: 422 for files it refuses, 504 when no slot is free within
+        run_code_max_wait_s or the run overruns its time, else SandboxFusion's JSON."""
+        config = self.grader.config
+        try:
+            uploads = upload_plan(request.files, config.run_code_max_files, config.run_code_files_mb << 20)
+            fetches = fetch_plan(request.fetch_files, config.run_code_max_files)
+        except FilesRefused as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=422)
+        try:
+            await self.slots.acquire(caller, config.run_code_max_wait_s)
+        except Overloaded as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=504)
+        cancel = Cancel()
+        try:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="run-code")
+            future = asyncio.get_running_loop().run_in_executor(
+                self._executor, self.run, request, cancel, uploads, fetches
+            )
+        except BaseException:
+            self.slots.release(caller)
+            raise
+        future.add_done_callback(lambda _: self.slots.release(caller))  # the slot is held until it ends
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(future), self._time_allowed(request))
+        except TimeoutError:
+            cancel.cancel()
+            return JSONResponse({"detail": "the run took longer than its limits allow"}, status_code=504)
+        finally:
+            if not future.done():
+                cancel.cancel()  # the client left (this task was cancelled), or the time is up
+        return JSONResponse(answer)
+
+    def _time_allowed(self, request: RunCodeRequest) -> float:
+        """From the start of its run: its compile and run limits (as capped) and 3 s; with the
+        queue wait (run_code_max_wait_s, 5 s) inside veRL's compile + run + 10 s."""
+        config = self.grader.config
+        compile_s = min(request.compile_timeout, config.compile_time_limit_s)
+        return compile_s + min(request.run_timeout, config.max_time_limit_s) + 3.0
+
+    # ------------------------------------------------------------------ on its threads
+
+    def run(
+        self,
+        request: RunCodeRequest,
+        cancel: Cancel | None = None,
+        uploads: dict[str, str] | None = None,
+        fetches: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request, blocking (on the runner's threads)."""
+        cancel = cancel or Cancel()
         config = self.grader.config
         language = LANGUAGES.get(request.language.lower())
         if language is None:
             return sandbox_error(f"language {request.language!r} is not supported by this sandbox ({SERVED})")
-        if language != "python" and not self.grader.has_local_sandboxes():
+        local = self.grader.has_local_sandboxes()
+        if language != "python" and not local:
             return sandbox_error(f"{language} needs the code grader's local sandbox backend")
-        if request.files or request.fetch_files:
-            return sandbox_error("files and fetch_files are not supported by this sandbox")
+        if uploads is None or fetches is None:
+            try:
+                uploads = upload_plan(
+                    request.files, config.run_code_max_files, config.run_code_files_mb << 20
+                )
+                fetches = fetch_plan(request.fetch_files, config.run_code_max_files)
+            except FilesRefused as exc:
+                return sandbox_error(str(exc))
+        if (uploads or fetches) and not local:
+            return sandbox_error("files and fetch_files need the code grader's local sandbox backend")
         source = self.grader.sandbox_source()
         memory_mb = config.memory_limit_mb if request.memory_limit_mb <= 0 else request.memory_limit_mb
         memory_mb = min(memory_mb, config.max_memory_limit_mb)
         run_timeout = min(request.run_timeout, config.max_time_limit_s)
-        module = "__main__"
-        session = Session(source, request.code, memory_mb << 20, 0, module, time_rule=self.grader.time_rule())
+        rule = wall_clock(self.grader.time_rule())
+        session = Session(source, request.code, memory_mb << 20, 0, "__main__", time_rule=rule)
         try:
             compile_result = None
             chain = toolchain(language)
@@ -125,36 +267,80 @@ class FusionRunner:
                     return _response("Failed", "", compile_result, None)
             elif language != "python":  # an interpreted language: its source installed as the program
                 prepare_binary(session, self.grader.native_build(language), time.monotonic())
+            if uploads:
+                self._upload(session, uploads)
+            session.start()
+            cancel.attach(session)
             started = time.monotonic()
             try:
                 run = session.run_stdio(request.stdin or "", run_timeout, config.max_output_bytes)
             except CandidateFailure as exc:
                 seconds = time.monotonic() - started
+                if cancel.cancelled:
+                    raise Cancelled from None
                 if exc.reason == "timeout":
                     result = _command("TimeLimitExceeded", seconds, None, "", exc.message)
                 else:
                     result = _command("Error", seconds, None, "", f"{exc.reason}: {exc.message}")
                 return _response("Failed", "", compile_result, result)
+            finally:
+                cancel.detach()
             result = _run_result(run, time.monotonic() - started, memory_mb)
+            files, message = self._fetch(session, fetches) if fetches else ({}, "")
+        except Cancelled:
+            return sandbox_error("cancelled: the caller hung up or the time ran out")
         except InfrastructureError as exc:
             return sandbox_error(str(exc)[:500])
         finally:
             session.close()
         ok = result["status"] == "Finished" and result["return_code"] == 0
-        return _response("Success" if ok else "Failed", "", compile_result, result)
+        return _response("Success" if ok else "Failed", message, compile_result, result, files)
+
+    def _upload(self, session: Session, uploads: dict[str, str]) -> None:
+        size = sum(len(data) for data in uploads.values())
+        try:
+            reply = session.exchange(
+                {"op": "upload", "files": uploads}, time.monotonic() + START_TIMEOUT_S, 64 << 10
+            )
+        except CandidateFailure as exc:  # nothing of the program has run yet
+            raise InfrastructureError(f"the sandbox failed taking {size} bytes of files: {exc}") from None
+        if reply.get("ok") is not True:
+            raise InfrastructureError(f"the sandbox refused the files: {reply}"[:300])
+
+    def _fetch(self, session: Session, fetches: dict[str, str]) -> tuple[dict[str, str], str]:
+        """The fetch_files the run left (base64, by the names requested) and a note on those left out."""
+        if session.sandbox is None:  # the run ended its sandbox (a crash of the harness): nothing left
+            return {}, "fetch_files: the sandbox did not survive the run"
+        limit = self.grader.config.run_code_files_mb << 20
+        message = {"op": "fetch", "names": sorted(set(fetches.values())), "max_bytes": limit}
+        try:
+            reply = session.exchange(message, time.monotonic() + START_TIMEOUT_S, limit * 4 // 3 + (1 << 20))
+        except CandidateFailure as exc:
+            return {}, f"fetch_files: {exc}"[:300]
+        found = reply.get("files") if isinstance(reply.get("files"), dict) else {}
+        assert isinstance(found, dict)
+        files = {name: str(found[path]) for name, path in fetches.items() if path in found}
+        over = [str(name) for name in reply.get("over") or []][:10]
+        note = f"fetch_files over {limit >> 20} MB in all, left out: {', '.join(over)}" if over else ""
+        return files, note
 
     def _compile(self, session: Session, request: RunCodeRequest, language: str) -> dict[str, Any]:
         config = self.grader.config
         limit = min(request.compile_timeout, config.compile_time_limit_s)
         build = self.grader.native_build(language, limit)
         started = time.monotonic()
-        error = prepare_binary(session, build, started + session.time_rule.wall(limit) + 5.0)
+        error = prepare_binary(session, build, started + limit + 1.0)
         seconds = time.monotonic() - started
         if error is None:
             return _command("Finished", seconds, 0, "", "")
         if error.startswith("compiling took over") or error.startswith("compiling: timeout"):
             return _command("TimeLimitExceeded", seconds, None, "", error)
         return _command("Finished", seconds, 1, "", error)
+
+    def close(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 def code_grader_of(grader: Grader) -> CodeGrader | None:
@@ -166,18 +352,35 @@ def code_grader_of(grader: Grader) -> CodeGrader | None:
     return found if isinstance(found, CodeGrader) else None
 
 
+def caller_of(request: Request) -> str:
+    """Whose request this is, for fair shares: the X-Arbiter-Caller header, else the client address."""
+    named = request.headers.get("x-arbiter-caller")
+    if named:
+        return "name:" + named[:128]
+    return "addr:" + (request.client.host if request.client is not None else "")
+
+
+class FusionRouter(PathTokenRouter):
+    """The `/run_code` routes, and the runner behind them (None: the service has no code grader)."""
+
+    runner: FusionRunner | None = None
+
+
 def fusion_router(grader: Grader) -> APIRouter:
     """`POST /run_code` (SandboxFusion's), backed by `grader`'s code sandboxes; also as
     `POST /run_code/<token>` for a service with a token (veRL sends no Authorization header: its
     URL carries the token; the kit's middleware checks it, as it checks the header elsewhere)."""
-    router = PathTokenRouter(token_prefix="/run_code/")
+    router = FusionRouter(token_prefix="/run_code/")
     code = code_grader_of(grader)
-    runner = FusionRunner(code) if code is not None else None
+    runner = router.runner = FusionRunner(code) if code is not None else None
 
-    async def run_code(request: RunCodeRequest) -> JSONResponse:
+    async def run_code(body: RunCodeRequest, request: Request) -> JSONResponse:
         if runner is None:
             return JSONResponse(sandbox_error("this service has no code sandbox (see its log)"))
-        return JSONResponse(await runner.grader.run_blocking(runner.run, request))
+        answer = await unless_disconnected(request.receive, runner.serve(body, caller_of(request)))
+        if answer is None:  # the caller hung up: its run was killed
+            return JSONResponse({"detail": "the client closed the connection"}, status_code=499)
+        return answer
 
     router.add_api_route("/run_code", run_code, methods=["POST"])
     router.add_api_route("/run_code/{token}", run_code, methods=["POST"], include_in_schema=False)
