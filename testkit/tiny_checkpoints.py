@@ -6,12 +6,18 @@ template) and two checkpoints sharing one set of base weights:
   model's weights under `model.`, a bias-free `Linear(hidden, 1)` named by
   `value_head_prefix`, and `normalize_reward` / `mean` / `std` in config.json;
 - `hf`: a plain `LlamaForSequenceClassification` with one label (Skywork-Reward style).
+
+And process reward models (`build_prm`), with `<extra_0>` as their step separator token:
+- `qwen`: Qwen2.5-Math-PRM's layout: `architectures: ["Qwen2ForProcessRewardModel"]`, a Qwen2
+  base under `model.` and the MLP head `score.0` (Linear h->h), ReLU, `score.2` (Linear h->2);
+- `token_cls`: a plain `LlamaForTokenClassification` with two labels.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +47,7 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def build_tokenizer(vocab_size: int = 400) -> object:
+def build_tokenizer(vocab_size: int = 400, extra_special: Sequence[str] = ()) -> object:
     """A PreTrainedTokenizerFast trained in memory (byte-level BPE), with a chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -53,7 +59,7 @@ def build_tokenizer(vocab_size: int = 400) -> object:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=[*SPECIAL_TOKENS, *extra_special],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -63,7 +69,7 @@ def build_tokenizer(vocab_size: int = 400) -> object:
         bos_token="<s>",
         eos_token="</s>",
         pad_token="<pad>",
-        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+        additional_special_tokens=["<|im_start|>", "<|im_end|>", *extra_special],
     )
     fast.chat_template = CHAT_TEMPLATE
     return fast
@@ -138,3 +144,69 @@ def build(
     classifier.save_pretrained(str(hf_dir))
     tokenizer.save_pretrained(str(hf_dir))  # type: ignore[attr-defined]
     return TinyCheckpoints(openrlhf=openrlhf_dir, hf=hf_dir, mean=mean, std=std)
+
+
+PRM_SEPARATOR = "<extra_0>"
+
+
+@dataclass(frozen=True)
+class TinyPRMs:
+    qwen: Path
+    token_cls: Path
+
+
+def build_prm(
+    root: Path, *, hidden: int = 128, layers: int = 2, heads: int = 2, vocab_size: int = 400, seed: int = 1
+) -> TinyPRMs:
+    """Write two tiny random-init PRM checkpoints under `root` (head_dim 64, as `build`)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaConfig, LlamaForTokenClassification, Qwen2Config, Qwen2Model
+
+    tokenizer = build_tokenizer(vocab_size, extra_special=[PRM_SEPARATOR])
+    special = {
+        "bos_token_id": tokenizer.bos_token_id,  # type: ignore[attr-defined]
+        "eos_token_id": tokenizer.eos_token_id,  # type: ignore[attr-defined]
+        "pad_token_id": tokenizer.pad_token_id,  # type: ignore[attr-defined]
+    }
+    shape = {
+        "vocab_size": len(tokenizer),  # type: ignore[arg-type]
+        "hidden_size": hidden,
+        "intermediate_size": hidden * 2 + hidden // 2,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": 1,
+        "max_position_embeddings": 4096,
+        "initializer_range": 0.1,
+        "tie_word_embeddings": False,
+        **special,
+    }
+    torch.manual_seed(seed)
+    qwen_config = Qwen2Config(**shape, use_sliding_window=False)
+    base = Qwen2Model(qwen_config).eval()
+    first, last = torch.nn.Linear(hidden, hidden), torch.nn.Linear(hidden, 2)
+    # Step probabilities spread over (0, 1), not saturated at its ends.
+    for layer, std in ((first, 1.0 / hidden**0.5), (last, 0.15)):
+        torch.nn.init.normal_(layer.weight, std=std)
+        torch.nn.init.normal_(layer.bias, std=0.1)
+    qwen_dir = root / "qwen2_prm"
+    qwen_dir.mkdir(parents=True, exist_ok=True)
+    state = {f"model.{k}": v.contiguous() for k, v in base.state_dict().items()}
+    for name, layer in (("score.0", first), ("score.2", last)):
+        state[f"{name}.weight"] = layer.weight.detach().contiguous()
+        state[f"{name}.bias"] = layer.bias.detach().contiguous()
+    save_file(state, str(qwen_dir / "model.safetensors"), metadata={"format": "pt"})
+    data = qwen_config.to_dict()
+    data.update(architectures=["Qwen2ForProcessRewardModel"], num_labels=2)
+    data.pop("id2label", None)
+    data.pop("label2id", None)
+    (qwen_dir / "config.json").write_text(json.dumps(data, indent=2))
+    tokenizer.save_pretrained(str(qwen_dir))  # type: ignore[attr-defined]
+
+    cls_dir = root / "llama_token_prm"
+    classifier = LlamaForTokenClassification(LlamaConfig(**shape, num_labels=2)).eval()
+    with torch.no_grad():
+        torch.nn.init.normal_(classifier.score.weight, std=0.08)
+    classifier.save_pretrained(str(cls_dir))
+    tokenizer.save_pretrained(str(cls_dir))  # type: ignore[attr-defined]
+    return TinyPRMs(qwen=qwen_dir, token_cls=cls_dir)

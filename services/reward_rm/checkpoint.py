@@ -6,6 +6,9 @@ Two kinds are served:
   and `normalize_reward` / `mean` / `std`. `AutoModel` drops the head silently, so the
   backends load it by name.
 - `hf_classification`: a plain HF `*ForSequenceClassification` with one label (Skywork-Reward).
+- `prm`: a process reward model, read at each step's separator: Qwen2.5-Math-PRM's
+  `Qwen2ForProcessRewardModel` (its MLP head `score.0`/`score.2` loaded by name, no remote code)
+  or an HF `*ForTokenClassification` with one or two labels.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 OPENRLHF_ARCHITECTURES = frozenset({"RewardModel"})
+QWEN_PRM_ARCHITECTURES = frozenset({"Qwen2ForProcessRewardModel"})
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -33,7 +37,7 @@ class CheckpointError(ValueError):
 @dataclass(frozen=True)
 class CheckpointInfo:
     path: Path
-    kind: Literal["openrlhf", "hf_classification"]
+    kind: Literal["openrlhf", "hf_classification", "prm"]
     model_type: str
     architecture: str
     value_head_prefix: str
@@ -42,6 +46,8 @@ class CheckpointInfo:
     std: float
     torch_dtype: str
     fingerprint: str  # config.json and weight-file sizes: names the exact weights served
+    head: Literal["linear", "qwen2_prm"] = "linear"
+    num_labels: int = 1
 
     @property
     def config(self) -> dict[str, Any]:
@@ -64,8 +70,20 @@ def read_checkpoint(path: str | Path, value_head_prefix: str = "") -> Checkpoint
     model_type = str(config.get("model_type", ""))
     if not model_type:
         raise CheckpointError(f"{config_file} has no model_type")
-    if architecture in OPENRLHF_ARCHITECTURES or "value_head_prefix" in config:
-        kind: Literal["openrlhf", "hf_classification"] = "openrlhf"
+    head: Literal["linear", "qwen2_prm"] = "linear"
+    labels = 1
+    if architecture in QWEN_PRM_ARCHITECTURES or architecture.endswith("ForTokenClassification"):
+        kind: Literal["openrlhf", "hf_classification", "prm"] = "prm"
+        head = "qwen2_prm" if architecture in QWEN_PRM_ARCHITECTURES else "linear"
+        labels = _num_labels(config)
+        if labels not in (1, 2):
+            raise CheckpointError(
+                f"{architecture} with {labels} labels: a process reward model has one (a logit) or two "
+                "(bad, good) labels"
+            )
+        prefix = value_head_prefix or "score"
+    elif architecture in OPENRLHF_ARCHITECTURES or "value_head_prefix" in config:
+        kind = "openrlhf"
         prefix = value_head_prefix or str(config.get("value_head_prefix") or "score")
     elif architecture.endswith("ForSequenceClassification"):
         kind = "hf_classification"
@@ -76,7 +94,8 @@ def read_checkpoint(path: str | Path, value_head_prefix: str = "") -> Checkpoint
     else:
         raise CheckpointError(
             f"architecture {architecture or '(none)'} in {config_file} is not a reward model: expected "
-            "OpenRLHF's RewardModel or an HF *ForSequenceClassification with one label"
+            "OpenRLHF's RewardModel, an HF *ForSequenceClassification with one label, or a process reward "
+            "model (Qwen2ForProcessRewardModel, *ForTokenClassification)"
         )
     mean = float(config["mean"]) if config.get("mean") is not None else 0.0
     std = float(config["std"]) if config.get("std") is not None else 1.0
@@ -93,6 +112,8 @@ def read_checkpoint(path: str | Path, value_head_prefix: str = "") -> Checkpoint
         std=std,
         torch_dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"),
         fingerprint=_fingerprint(root, raw),
+        head=head,
+        num_labels=labels,
     )
 
 

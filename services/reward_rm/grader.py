@@ -6,6 +6,11 @@ serve_rm.py answers too). Per-sample logs: `rm/tokens` (before truncation), `rm/
 `rm/dropped_tokens` (response tokens cut), `rm/templated`, `rm/special_text` (the response
 held special-token text, read as plain text), `rm/raw_reward` (the head value before
 normalization).
+
+A process reward model (checkpoint kind `prm`) scores every step of the response instead:
+reward = score = the configured aggregate of the step scores (each P(step is good)), with
+`rm/steps` (steps scored), `rm/min_step` and `rm/first_bad_step` (1-based, 0: none) in the logs
+besides the ones above.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,8 +27,10 @@ from services.common.grader import GraderBase, config_hash
 from services.reward_rm.backends.base import BackendError, RMBackend
 from services.reward_rm.backends.factory import make_backend
 from services.reward_rm.checkpoint import CheckpointError, CheckpointInfo, read_checkpoint
-from services.reward_rm.inputs import Encoded, InputBuilder, load_tokenizer
+from services.reward_rm.inputs import Encoded, EncodedSteps, InputBuilder, load_tokenizer
+from services.reward_rm.metrics import RMMetrics
 from services.reward_rm.settings import RMServiceSettings
+from services.reward_rm.steps import aggregate, first_bad
 
 # 1.1: the prompt stays in view past max_length; response text never becomes special tokens;
 # the chat template is applied by source.
@@ -35,6 +43,7 @@ LOG_KEYS = (
     "rm/special_text",
     "rm/raw_reward",
 )
+PRM_LOG_KEYS = (*LOG_KEYS, "rm/steps", "rm/min_step", "rm/first_bad_step")
 
 BackendFactory = Callable[[CheckpointInfo, RMServiceSettings], RMBackend]
 
@@ -43,7 +52,7 @@ class RMGrader(GraderBase):
     """Cheap to construct (reads config.json only); the tokenizer and model load at `start`
     or on the first batch."""
 
-    _log_keys = LOG_KEYS
+    _log_keys: tuple[str, ...] = LOG_KEYS
 
     def __init__(self, settings: RMServiceSettings, backend_factory: BackendFactory = make_backend) -> None:
         self.settings = settings
@@ -60,13 +69,17 @@ class RMGrader(GraderBase):
             backend_factory(self.checkpoint, settings) if self.checkpoint is not None else None
         )
         fingerprint: dict[str, Any] = {**settings.fingerprint(), "weights": self._weights_id()}
+        self.process = self.checkpoint is not None and self.checkpoint.kind == "prm"
+        self._log_keys = PRM_LOG_KEYS if self.process else LOG_KEYS
+        kind = "process_reward_model" if self.process else "reward_model"
         self._info = GraderInfo(
             name="rm",
             version=VERSION,
             config_hash=config_hash(fingerprint),
-            capabilities=["reward_model", settings.backend],
-            log_keys=list(LOG_KEYS),
+            capabilities=[kind, settings.backend],
+            log_keys=list(self._log_keys),
         )
+        self.metrics = RMMetrics(lambda: getattr(self.backend, "stats", None))
         self._builder: InputBuilder | None = None
         self._starting: asyncio.Lock | None = None
         self._recent: collections.deque[float] = collections.deque(maxlen=settings.floor_window)
@@ -93,7 +106,7 @@ class RMGrader(GraderBase):
                     load_tokenizer, self.settings.tokenizer or str(checkpoint.path)
                 )
                 append_eos = self.settings.append_eos
-                if append_eos is None:
+                if append_eos is None or checkpoint.kind == "prm":  # a PRM reads steps, not the EOS
                     append_eos = checkpoint.kind == "openrlhf"
                 await self.backend.start()
                 self._builder = InputBuilder(tokenizer, self.settings, append_eos)
@@ -106,7 +119,9 @@ class RMGrader(GraderBase):
             return [self._failure(Status.GRADER_ERROR, detail[:500]) for _ in samples]
         builder, backend = self._builder, self.backend
         assert builder is not None and backend is not None
-        encoded = await asyncio.to_thread(builder.encode, samples)
+        if self.process:
+            return await self._score_steps(samples, builder, backend)
+        encoded = await asyncio.to_thread(self._timed, builder.encode, samples)
         usable = [i for i, item in enumerate(encoded) if not item.problem]
         # Identical inputs are scored once: less work, and equal texts get exactly equal rewards.
         unique = list(dict.fromkeys(tuple(encoded[i].ids) for i in usable))
@@ -128,6 +143,72 @@ class RMGrader(GraderBase):
             else:
                 results.append(self._result(by_index[index], backend.normalized, item))
         return results
+
+    async def _score_steps(
+        self, samples: Sequence[Sample], builder: InputBuilder, backend: RMBackend
+    ) -> list[Result]:
+        prm = self.settings.prm
+        encoded = await asyncio.to_thread(
+            self._timed, builder.encode_steps, samples, prm.split, prm.step_separator
+        )
+        usable = [i for i, item in enumerate(encoded) if not item.problem]
+        keys = {i: (tuple(encoded[i].ids), tuple(encoded[i].positions)) for i in usable}
+        unique = list(dict.fromkeys(keys.values()))
+        try:
+            scores = (
+                await backend.step_scores([k[0] for k in unique], [k[1] for k in unique]) if unique else []
+            )
+        except BackendError as exc:
+            return [
+                self._failure(Status.INVALID_INPUT, item.problem, item)
+                if item.problem
+                else self._failure(Status.UPSTREAM_ERROR, str(exc)[:500], item)
+                for item in encoded
+            ]
+        by_key = dict(zip(unique, scores, strict=True))
+        results: list[Result] = []
+        for index, item in enumerate(encoded):
+            if item.problem:
+                results.append(self._failure(Status.INVALID_INPUT, item.problem, item))
+            else:
+                results.append(self._step_result(by_key[keys[index]], item))
+        return results
+
+    def _step_result(self, scores: list[float], item: EncodedSteps) -> Result:
+        prm = self.settings.prm
+        if len(scores) != len(item.positions) or not all(math.isfinite(v) for v in scores):
+            return self._failure(Status.GRADER_ERROR, f"the process reward model produced {scores[:8]}", item)
+        reward = aggregate(scores, prm.aggregate)
+        logs = self._logs(item, reward)
+        logs.update(
+            {
+                "rm/steps": float(len(scores)),
+                "rm/min_step": min(scores),
+                "rm/first_bad_step": float(first_bad(scores, prm.bad_step)),
+            }
+        )
+        self._observe(reward)
+        detail = f"{len(scores)} steps scored ({prm.aggregate} {reward:.4f}), {item.input_tokens} tokens"
+        if item.truncated:
+            detail += (
+                f", truncated to {len(item.ids)} (max_length {self.settings.max_length}): "
+                f"{item.steps - len(scores)} of {item.steps} steps not scored"
+            )
+        if item.special_text:
+            detail += ", special-token text in the response read as plain text"
+        return Result(reward=reward, score=reward, status=Status.OK, detail=detail, logs=logs)
+
+    @property
+    def metrics_registry(self) -> Any:
+        """The RM's own Prometheus metrics (tokenization and forward time, padding), at /metrics."""
+        return self.metrics.registry
+
+    def _timed(self, encode: Callable[..., Any], *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return encode(*args)
+        finally:
+            self.metrics.tokenized(time.perf_counter() - started, len(args[0]))
 
     async def aclose(self) -> None:
         if self.backend is not None:
@@ -172,8 +253,8 @@ class RMGrader(GraderBase):
             detail += ", special-token text in the response read as plain text"
         return Result(reward=reward, score=reward, status=Status.OK, detail=detail, logs=logs)
 
-    def _failure(self, status: Status, detail: str, item: Encoded | None = None) -> Result:
-        logs = self._logs(item, 0.0) if item is not None else dict.fromkeys(LOG_KEYS, 0.0)
+    def _failure(self, status: Status, detail: str, item: Encoded | EncodedSteps | None = None) -> Result:
+        logs = self._logs(item, 0.0) if item is not None else dict.fromkeys(self._log_keys, 0.0)
         # The kit replaces it with failure_reward too; callers of the grader itself see the same.
         reward = self.failure_reward(self.settings.fallback_reward)
         return Result(reward=reward, score=0.0, status=status, detail=detail, logs=logs)
@@ -185,18 +266,20 @@ class RMGrader(GraderBase):
         if self._floor is not None and reward < self._floor:
             self._floor = reward
 
-    @staticmethod
-    def _logs(item: Encoded | None, raw: float) -> dict[str, float]:
-        if item is None:
-            return dict.fromkeys(LOG_KEYS, 0.0)
-        return {
-            "rm/tokens": float(item.input_tokens),
-            "rm/truncated": float(item.truncated),
-            "rm/dropped_tokens": float(item.dropped),
-            "rm/templated": float(item.templated),
-            "rm/special_text": float(item.special_text),
-            "rm/raw_reward": raw,
-        }
+    def _logs(self, item: Encoded | EncodedSteps | None, raw: float) -> dict[str, float]:
+        logs = dict.fromkeys(self._log_keys, 0.0)  # the same keys on every result, failed or not
+        if item is not None:
+            logs.update(
+                {
+                    "rm/tokens": float(item.input_tokens),
+                    "rm/truncated": float(item.truncated),
+                    "rm/dropped_tokens": float(item.dropped),
+                    "rm/templated": float(item.templated),
+                    "rm/special_text": float(item.special_text),
+                    "rm/raw_reward": raw,
+                }
+            )
+        return logs
 
     def _weights_id(self) -> str:
         return self.checkpoint.fingerprint if self.checkpoint is not None else ""

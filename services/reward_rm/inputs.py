@@ -41,6 +41,7 @@ from services.common.contract import Sample
 from services.common.openrlhf import EOS_TEXT_KEY, SOURCE_KEY
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.reward_rm.settings import RMServiceSettings
+from services.reward_rm.steps import split_steps
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,21 @@ class Encoded:
     problem: str = ""  # non-empty: the sample cannot be scored (INVALID_INPUT)
     special_text: bool = False  # the response held special-token text, read as plain text
     dropped: int = 0  # response tokens cut to fit max_length
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSteps:
+    """A process reward model's input: token ids and where each scored step's separator ends."""
+
+    ids: list[int]
+    positions: list[int]  # indices into ids, one per scored step, in order
+    input_tokens: int  # before truncation
+    truncated: bool
+    templated: bool
+    problem: str = ""
+    special_text: bool = False
+    dropped: int = 0
+    steps: int = 0  # steps the response was cut into (before truncation)
 
 
 class InputBuilder:
@@ -227,6 +243,73 @@ class InputBuilder:
                     problem = problems.get(index) or f"cannot tokenize: {type(exc).__name__}: {exc}"[:300]
                     out.append(Encoded([], 0, False, pieces.templated, problem, forged[index]))
         return out
+
+    def encode_steps(self, samples: Sequence[Sample], split: str, separator: str) -> list[EncodedSteps]:
+        """Prompt (trusted) + each step followed by the separator, the service's own tokens.
+
+        Steps are tokenized with `split_special_tokens`: a separator or any special token the
+        response writes is read as text, never as a step end; the scores are read at the
+        positions of the separators placed here, found by construction, never by searching
+        the ids. Nothing follows the last separator: the model is causal, later tokens change
+        no score. Over `max_length` the steps are cut as the response would be (its middle by
+        default); a step whose separator is cut is not scored.
+        """
+        with self._lock:
+            [sep_ids] = self._ids([separator]) if separator else [[]]
+            out: list[EncodedSteps] = []
+            for sample in samples:
+                templated = special = False
+                try:
+                    if not sep_ids:
+                        raise ValueError("the step separator is empty")
+                    pieces = self.pieces(sample)
+                    templated, special = pieces.templated, self.forged(pieces)
+                    steps = split_steps(pieces.response, split, separator)
+                    if not steps:
+                        out.append(
+                            EncodedSteps([], [], 0, False, templated, "no step to score: empty response")
+                        )
+                        continue
+                    prefix = self._dedupe_bos(self._ids([pieces.prefix])[0]) if pieces.prefix else []
+                    body: list[int] = []
+                    ends: list[int] = []
+                    for ids in self._ids(steps, split=True):
+                        body += ids
+                        body += sep_ids
+                        ends.append(len(body) - 1)
+                    out.append(self._fit_steps(prefix, body, ends, len(steps), templated, special))
+                except Exception as exc:
+                    problem = f"cannot build the steps: {type(exc).__name__}: {exc}"[:300]
+                    out.append(EncodedSteps([], [], 0, False, templated, problem, special))
+        return out
+
+    def _fit_steps(
+        self, prefix: list[int], body: list[int], ends: list[int], steps: int, templated: bool, special: bool
+    ) -> EncodedSteps:
+        total = len(prefix) + len(body)
+        limit = self.settings.max_length
+        if total <= limit:
+            positions = [len(prefix) + end for end in ends]
+            return EncodedSteps(prefix + body, positions, total, False, templated, "", special, 0, steps)
+        side = self.settings.truncation_side
+        if side == "reject":
+            problem = f"{total} tokens exceed max_length {limit} (truncation: reject)"
+            return EncodedSteps([], [], total, True, templated, problem, special, 0, steps)
+        room = limit - len(prefix)
+        if room < 1:  # the prompt alone does not fit: the dataset's problem, not the response's
+            problem = f"the prompt takes {len(prefix)} tokens, max_length is {limit}: no room for a step"
+            return EncodedSteps([], [], total, True, templated, problem, special, 0, steps)
+        kept = _cut(list(range(len(body))), room, side)
+        is_end = set(ends)
+        positions = [len(prefix) + at for at, index in enumerate(kept) if index in is_end]
+        if not positions:
+            problem = (
+                f"no step separator fits in max_length {limit} ({len(prefix)} prompt tokens, "
+                f"{len(body)} step tokens, truncation {side})"
+            )
+            return EncodedSteps([], [], total, True, templated, problem, special, 0, steps)
+        ids = prefix + [body[index] for index in kept]
+        return EncodedSteps(ids, positions, total, True, templated, "", special, len(body) - len(kept), steps)
 
     def _batch_ids(self, texts: list[str]) -> list[list[int] | None]:
         """Token ids of each text; None for one the tokenizer refuses (the others still get theirs)."""

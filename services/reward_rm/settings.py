@@ -9,10 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from services.common.settings import BatchSettings, ServerSettings
 
 
-def _rm_batch() -> BatchSettings:
+def _rm_batch(gpu: bool = False) -> BatchSettings:
     # A CPU forward uses every core: one batch at a time, as large as the queue allows;
-    # the backend re-splits it by token budget.
-    return BatchSettings(max_batch_size=256, max_wait_ms=5.0, max_queue=20_000, max_concurrent_batches=1)
+    # the backend re-splits it by token budget. On a GPU two: one batch is tokenized on the
+    # host while the other runs on the device (the forwards themselves still run one at a time).
+    return BatchSettings(
+        max_batch_size=256, max_wait_ms=5.0, max_queue=20_000, max_concurrent_batches=2 if gpu else 1
+    )
 
 
 def _vllm_batch() -> BatchSettings:
@@ -35,6 +38,29 @@ class VLLMSettings(BaseModel):
         default=None,
         description="the server applies mean/std (pooler-config logit_mean/logit_sigma); "
         "None: it does when the checkpoint's normalize_reward is on, as `launch` configures it",
+    )
+
+
+class PRMSettings(BaseModel):
+    """Process reward models: how a response becomes steps, and steps' scores one reward."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_separator: str = Field(
+        default="<extra_0>",
+        description="text the model was trained to read a step's score at (Qwen2.5-Math-PRM: <extra_0>); "
+        "put after every step by the service, never taken from the response",
+    )
+    split: Literal["blank_lines", "lines", "separator"] = Field(
+        default="blank_lines",
+        description="how the response is cut into steps: at blank lines (Qwen's recipe), at every line "
+        "break, or where the response writes the step separator itself (a policy prompted to)",
+    )
+    aggregate: Literal["min", "last", "mean", "product"] = Field(
+        default="min", description="the reward from the step scores (each P(step is good), in [0, 1])"
+    )
+    bad_step: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="a step scored below this is bad (rm/first_bad_step)"
     )
 
 
@@ -69,6 +95,11 @@ class RMServiceSettings(ServerSettings):
     padding_side: Literal["left", "right"] = "right"
     token_budget: int = Field(default=16_384, ge=1, description="padded tokens per forward pass")
     max_forward_batch: int = Field(default=64, ge=1, description="samples per forward pass")
+    attention_mask: Literal["auto", "always"] = Field(
+        default="auto",
+        description="auto: a right-padded causal model runs without an attention mask (pads follow every "
+        "real token: nothing real sees them), so attention takes the fused causal kernels; always: masked",
+    )
     max_padding: float = Field(
         default=0.1, ge=0.0, le=1.0, description="largest share of padding in a forward; above it, split"
     )
@@ -95,6 +126,7 @@ class RMServiceSettings(ServerSettings):
         "fixed = fallback_reward",
     )
     floor_window: int = Field(default=4096, ge=1, description="scored samples the floor is taken over")
+    prm: PRMSettings = Field(default_factory=PRMSettings)
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
 
     @model_validator(mode="before")
@@ -103,7 +135,8 @@ class RMServiceSettings(ServerSettings):
         """Batch options given in part (YAML, env) complete the backend's defaults, not the kit's."""
         if not isinstance(data, dict):
             return data
-        base = (_vllm_batch() if data.get("backend") == "vllm" else _rm_batch()).model_dump()
+        gpu = str(data.get("device") or "cpu").startswith("cuda")
+        base = (_vllm_batch() if data.get("backend") == "vllm" else _rm_batch(gpu)).model_dump()
         batch = data.get("batch")
         if batch is None:
             return {**data, "batch": base}
@@ -127,5 +160,6 @@ class RMServiceSettings(ServerSettings):
                 "normalize",
                 "value_head_prefix",
                 "activation",
+                "prm",
             },
         )

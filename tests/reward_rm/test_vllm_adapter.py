@@ -66,8 +66,11 @@ async def test_same_rewards_as_the_transformers_backend(
 
 
 async def test_requests_run_concurrently_over_one_connection_pool(
-    tiny: TinyCheckpoints, reference: Reference
+    tiny: TinyCheckpoints, reference: Reference, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The fake runs its forwards on this test's own loop: under load it can hold the loop longer
+    # than the 2 s idle expiry, and a fresh connection would then be right. Pool reuse is the point.
+    monkeypatch.setattr("services.reward_rm.backends.vllm_backend.UPSTREAM_KEEPALIVE_S", 60.0)
     rng = random.Random(5)
     samples = [Sample(prompt="q", response=sentence(rng, rng.randint(1, 20))) for _ in range(48)]
     async with FakeVLLM(reference, latency_s=0.05) as fake:

@@ -28,4 +28,11 @@ class RMBackend(Protocol):
 
     async def rewards(self, inputs: Sequence[Sequence[int]]) -> list[float]: ...
 
+    async def step_scores(
+        self, inputs: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """A process reward model's score at each of `positions[i]` of input i: P(step is good),
+        softmax over two labels (label 1) or the sigmoid of one, never normalized."""
+        ...
+
     async def aclose(self) -> None: ...
