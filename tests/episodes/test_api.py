@@ -105,26 +105,25 @@ async def test_start_is_idempotent_and_bounded() -> None:
 
 
 async def test_the_grpc_episode_service() -> None:
-    async with served() as (server, _):
-        async with grpc.aio.insecure_channel(server.grpc_target) as channel:
-            stub = pb_grpc.EpisodeServiceStub(channel)
-            started = await stub.StartEpisode(
-                pb.EpisodeStartRequest(episode_id="g", environment="python_tool", prompt="q", label="7")
-            )
-            assert started.status == pb.STATUS_OK and started.observation == "q"
-            tool = await stub.StepEpisode(
-                pb.EpisodeStepRequest(episode_id="g", turn=0, action="<code>3+4</code>")
-            )
-            assert tool.feedback == "<output>\n7\n</output>\n" and not tool.done
-            final = await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="g", turn=1, action="\\boxed{7}"))
-            assert final.done and final.reward == 1.0 and final.status == pb.STATUS_OK
-            finished = await stub.FinishEpisode(pb.EpisodeFinishRequest(episode_id="g"))
-            assert finished.reward == 1.0 and finished.turns == 2 and finished.logs["episode/tool_calls"] == 1
-            lost = await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="nope", turn=0, action="x"))
-            assert lost.status == pb.STATUS_GRADER_ERROR and lost.logs["episode/lost"] == 1
-            with pytest.raises(grpc.aio.AioRpcError) as error:
-                await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="", turn=0, action="x"))
-            assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    async with served() as (server, _), grpc.aio.insecure_channel(server.grpc_target) as channel:
+        stub = pb_grpc.EpisodeServiceStub(channel)
+        started = await stub.StartEpisode(
+            pb.EpisodeStartRequest(episode_id="g", environment="python_tool", prompt="q", label="7")
+        )
+        assert started.status == pb.STATUS_OK and started.observation == "q"
+        tool = await stub.StepEpisode(
+            pb.EpisodeStepRequest(episode_id="g", turn=0, action="<code>3+4</code>")
+        )
+        assert tool.feedback == "<output>\n7\n</output>\n" and not tool.done
+        final = await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="g", turn=1, action="\\boxed{7}"))
+        assert final.done and final.reward == 1.0 and final.status == pb.STATUS_OK
+        finished = await stub.FinishEpisode(pb.EpisodeFinishRequest(episode_id="g"))
+        assert finished.reward == 1.0 and finished.turns == 2 and finished.logs["episode/tool_calls"] == 1
+        lost = await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="nope", turn=0, action="x"))
+        assert lost.status == pb.STATUS_GRADER_ERROR and lost.logs["episode/lost"] == 1
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await stub.StepEpisode(pb.EpisodeStepRequest(episode_id="", turn=0, action="x"))
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 async def test_shutdown_frees_every_interpreter() -> None:
