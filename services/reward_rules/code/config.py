@@ -104,7 +104,7 @@ class CodeConfig(BaseModel):
         default=0,
         ge=0,
         description="/run_code runs at once, on threads of their own (never the grader's workers: a "
-        "sleeping /run_code program cannot delay a graded sample); 0 means CPU count",
+        "sleeping /run_code program cannot delay a graded sample); 0: as many as the grader's workers",
     )
     run_code_per_caller: int = Field(
         default=0,
