@@ -6,13 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from testkit.tiny_checkpoints import TinyCheckpoints, build
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "vllm: needs a vLLM CPU server in its own venv (created on demand)")
+from testkit.tiny_checkpoints import TinyCheckpoints, TinyPRMs, build, build_prm
 
 
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyCheckpoints]:
     yield build(tmp_path_factory.mktemp("tiny_rm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_prm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyPRMs]:
+    yield build_prm(tmp_path_factory.mktemp("tiny_prm"))

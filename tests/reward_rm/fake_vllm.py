@@ -3,7 +3,9 @@
 It runs the HF reference model on the token ids it receives, one unpadded input at a
 time, reading the last token as vLLM does; like vLLM it applies the pooler's
 logit_mean/logit_sigma and, unless `use_activation` is false, a sigmoid. It records what
-it saw (bodies, peak concurrency, client connections) and can be told to fail.
+it saw (bodies, peak concurrency, client connections) and can be told to fail. With a
+`token_reference` (a process reward model), `/pooling` with task `token_classify` answers every
+token's logits (softmax-ed unless `use_activation` is false).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ class FakeVLLM:
         logit_mean: float | None = None,
         logit_sigma: float | None = None,
         latency_s: float = 0.02,
+        token_reference: Any = None,
     ) -> None:
         self.reference = reference
+        self.token_reference = token_reference
         self.model = model
         self.logit_mean, self.logit_sigma = logit_mean, logit_sigma
         self.latency_s = latency_s
@@ -86,7 +90,17 @@ class FakeVLLM:
         inputs = body["input"]
         if not (isinstance(inputs, list) and all(isinstance(i, list) for i in inputs)):
             return JSONResponse({"error": {"message": "this fake takes token id lists only"}}, 400)
-        data = []
+        data: list[dict[str, Any]] = []
+        if body.get("task") == "token_classify":
+            if self.token_reference is None:
+                return JSONResponse({"error": {"message": "not a token classification model"}}, 400)
+            for index, ids in enumerate(inputs):
+                rows = self.token_reference.token_logits(ids)
+                if body.get("use_activation") is not False:
+                    rows = [_softmax(row) for row in rows]
+                data.append({"index": index, "object": "pooling", "data": rows})
+            data.reverse()
+            return JSONResponse({"model": self.model, "data": data})
         for index, ids in enumerate(inputs):
             value = self.reference.reward_of_ids(ids)
             if self.logit_mean is not None:
@@ -101,3 +115,9 @@ class FakeVLLM:
                 data.append({"index": index, "object": "pooling", "data": [value]})
         data.reverse()  # the adapter must order by index, not trust arrival order
         return JSONResponse({"model": self.model, "data": data})
+
+
+def _softmax(row: list[float]) -> list[float]:
+    top = max(row)
+    weights = [math.exp(v - top) for v in row]
+    return [w / sum(weights) for w in weights]
