@@ -146,6 +146,25 @@ class OpenRLHFResponse(BaseModel):
 # `episode/failed`) with a finite reward, never a silent zero.
 
 EPISODE_ID_MAX = 256  # characters of a caller-chosen episode id
+# The logs of every episode answer (steps and finish), whatever its environment: a fixed key set,
+# here so that trainer adapters name them without importing the service. Then, on the server,
+# the emergence statistics of the whole trajectory as `trajectory/<key>`.
+EPISODE_COUNTER_KEYS = (
+    "episode/turns",
+    "episode/tool_calls",
+    "episode/tool_errors",
+    "episode/tool_timeouts",
+    "episode/tool_memory_kills",
+    "episode/tool_cpu_s",
+    "episode/truncated_outputs",
+    "episode/over_tool_limit",
+    "episode/replays",
+    "episode/done",
+    "episode/correct",
+    "episode/grade_failed",
+)
+EPISODE_LOST_KEY = "episode/lost"  # 1: the episode is not held where the call landed (expired, lost)
+EPISODE_FAILED_KEY = "episode/failed"  # 1: the call or the environment failed; the episode cannot go on
 
 
 class EpisodeStartRequest(_Strict):

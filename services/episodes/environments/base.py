@@ -12,7 +12,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from services.common.contract import EpisodeStartRequest, Result, Sample, Status
+from services.common.contract import (
+    EPISODE_COUNTER_KEYS,
+    EPISODE_FAILED_KEY,
+    EPISODE_LOST_KEY,
+    EpisodeStartRequest,
+    Result,
+    Sample,
+    Status,
+)
 from services.common.emergence import EmergenceStats
 from services.episodes.settings import EpisodeSettings
 
@@ -21,22 +29,8 @@ if TYPE_CHECKING:
 
 Grade = Callable[[Sample], Awaitable[Result]]
 
-# The logs of every episode answer (steps and finish), whatever its environment: a fixed key set.
-COUNTERS = (
-    "episode/turns",
-    "episode/tool_calls",
-    "episode/tool_errors",
-    "episode/tool_timeouts",
-    "episode/tool_memory_kills",
-    "episode/tool_cpu_s",
-    "episode/truncated_outputs",
-    "episode/over_tool_limit",
-    "episode/replays",
-    "episode/done",
-    "episode/correct",
-    "episode/grade_failed",
-)
-FLAGS = ("episode/lost", "episode/failed")  # infrastructure: the episode is gone / could not go on
+COUNTERS = EPISODE_COUNTER_KEYS
+FLAGS = (EPISODE_LOST_KEY, EPISODE_FAILED_KEY)  # infrastructure: the episode is gone / cannot go on
 
 
 @dataclass
