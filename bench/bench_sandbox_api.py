@@ -66,7 +66,11 @@ def verl_client() -> tuple[Callable[..., tuple[Any, Any]], str]:
                 "files": {},
                 "fetch_files": [],
             }
-            response = requests.post(url, json=body, timeout=compile_timeout + run_timeout + 10)
+            for attempt in range(3):  # as veRL's client: a 504 (a full /run_code queue) is retried
+                response = requests.post(url, json=body, timeout=compile_timeout + run_timeout + 10)
+                if response.status_code != 504:
+                    break
+                time.sleep(1.0 + attempt)
             response.raise_for_status()
             return response.json(), None
 

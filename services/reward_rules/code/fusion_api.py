@@ -193,7 +193,7 @@ class FusionRunner:
         except FilesRefused as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
         try:
-            await self.slots.acquire(caller, config.run_code_max_wait_s)
+            await self.slots.acquire(caller, self._wait_allowed(request))
         except Overloaded as exc:
             return JSONResponse({"detail": str(exc)}, status_code=504)
         cancel = Cancel()
@@ -217,12 +217,25 @@ class FusionRunner:
                 cancel.cancel()  # the client left (this task was cancelled), or the time is up
         return JSONResponse(answer)
 
+    def _compile_s(self, request: RunCodeRequest) -> float:
+        """The compile limit a request's run may spend: none for an interpreted language."""
+        chain = toolchain(request.language)
+        if chain is None or not chain.compiled:
+            return 0.0
+        return min(request.compile_timeout, self.grader.config.compile_time_limit_s)
+
     def _time_allowed(self, request: RunCodeRequest) -> float:
-        """From the start of its run: its compile and run limits (as capped) and 3 s; with the
-        queue wait (run_code_max_wait_s, 5 s) inside veRL's compile + run + 10 s."""
-        config = self.grader.config
-        compile_s = min(request.compile_timeout, config.compile_time_limit_s)
-        return compile_s + min(request.run_timeout, config.max_time_limit_s) + 3.0
+        """From the start of its run: its compile and run limits (as capped) and 3 s."""
+        return self._compile_s(request) + min(request.run_timeout, self.grader.config.max_time_limit_s) + 3.0
+
+    def _wait_allowed(self, request: RunCodeRequest) -> float:
+        """How long a request may wait for a slot: run_code_max_wait_s (5 s), which with the run's
+        own time (_time_allowed) fits in veRL's HTTP timeout, compile + run + 10 s; and what that
+        timeout counts but the run will not spend (an interpreted language's compile_timeout, the
+        part of a limit over the grader's caps)."""
+        unspent = request.compile_timeout - self._compile_s(request)
+        unspent += request.run_timeout - min(request.run_timeout, self.grader.config.max_time_limit_s)
+        return self.grader.config.run_code_max_wait_s + max(unspent, 0.0)
 
     # ------------------------------------------------------------------ on its threads
 
