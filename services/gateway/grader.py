@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from services.common.contract import GraderInfo, Result, Sample, Status
 from services.common.grader import GraderBase, config_hash
 from services.gateway.backends import Backend
 from services.gateway.compose import DEGRADED_KEY, CompiledRecipe, component_keys
+from services.gateway.conditional import called_key, should_call
 from services.gateway.routing import RouteError, Router, implicit_component_name
 from services.gateway.settings import ComponentSpec, GatewayServiceSettings
 
@@ -23,6 +25,8 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 # A component gets this share of the deadline, so its failure still leaves time to compose.
 COMPONENT_BUDGET = 0.8
+# A conditional component called late in that share still gets this long (then fails, flagged).
+MIN_COMPONENT_S = 0.5
 
 
 class GatewayGrader(GraderBase):
@@ -72,7 +76,17 @@ class GatewayGrader(GraderBase):
             | {implicit_component_name(grader) for grader in self.owners}
         )
         keys = [key for name in names for key in component_keys(name)]
-        return (*keys, DEGRADED_KEY, *self._forward)
+        conditional = sorted(
+            {
+                key
+                for recipe in self.settings.recipes.values()
+                for name, component in recipe.components.items()
+                if component.when is not None
+                for key in (called_key(name), component.decision_log)
+                if key
+            }
+        )
+        return (*keys, *conditional, DEGRADED_KEY, *self._forward)
 
     async def start(self) -> None:
         """Start the backends and learn each one's identity and log keys (stable for the run)."""
@@ -101,26 +115,61 @@ class GatewayGrader(GraderBase):
                 recipe = self._compiled.setdefault(f"grader:{name}", CompiledRecipe(name, spec))
             plans.append(recipe)
 
-        # Group every (sample, component) by service: one call per service for the whole batch.
+        outcomes: list[dict[str, Result | str]] = [{} for _ in samples]
+        budget = self.settings.deadline_s * COMPONENT_BUDGET
+        until = time.monotonic() + budget
+        # The components always called, then the conditional ones whose condition their results meet.
+        await self._call(samples, plans, outcomes, lambda _, component: component.when is None, budget)
+        await self._call(
+            samples,
+            plans,
+            outcomes,
+            lambda index, component: component.when is not None and should_call(component, outcomes[index]),
+            max(MIN_COMPONENT_S, until - time.monotonic()),
+            cap=True,
+        )
+
+        results: list[Result] = []
+        for plan, outcome in zip(plans, outcomes, strict=True):
+            if isinstance(plan, str):
+                results.append(Result(reward=0.0, score=0.0, status=Status.INVALID_INPUT, detail=plan))
+            else:
+                results.append(plan.compose(outcome, self._forward))
+        return results
+
+    async def _call(
+        self,
+        samples: Sequence[Sample],
+        plans: list[CompiledRecipe | str],
+        outcomes: list[dict[str, Result | str]],
+        chosen: Callable[[int, ComponentSpec], bool],
+        budget: float,
+        cap: bool = False,
+    ) -> None:
+        """Score the `chosen` components of every sample into `outcomes`: each within its own
+        timeout_s, else `budget` seconds (`cap`: at most `budget`); one call per service for the
+        whole batch."""
         calls: dict[tuple[str, float], list[tuple[int, str, Sample]]] = {}
         for index, (sample, plan) in enumerate(zip(samples, plans, strict=True)):
             if isinstance(plan, str):
                 continue
             for component_name, component in plan.spec.components.items():
+                if not chosen(index, component):
+                    continue
                 try:
                     service = self._service_of(component)
                 except ValueError as exc:
                     plans[index] = str(exc)
                     break
-                timeout = component.timeout_s or self.settings.deadline_s * COMPONENT_BUDGET
-                routed = sample
+                timeout = component.timeout_s or budget
+                timeout = min(timeout, budget) if cap else timeout
+                extra = dict(component.metadata)
                 if component.grader != service:  # tell the service which of its graders to use
-                    routed = sample.model_copy(
-                        update={"metadata": {**sample.metadata, "grader": component.grader}}
-                    )
+                    extra["grader"] = component.grader
+                routed = (
+                    sample.model_copy(update={"metadata": {**sample.metadata, **extra}}) if extra else sample
+                )
                 calls.setdefault((service, timeout), []).append((index, component_name, routed))
-
-        outcomes: list[dict[str, Result | str]] = [{} for _ in samples]
         keys = list(calls)
         replies = await asyncio.gather(
             *(self.backends[service].score([s for _, _, s in calls[(service, t)]], t) for service, t in keys),
@@ -135,14 +184,6 @@ class GatewayGrader(GraderBase):
             else:
                 for (index, component_name, _), result in zip(entries, reply, strict=True):
                     outcomes[index][component_name] = result
-
-        results: list[Result] = []
-        for plan, outcome in zip(plans, outcomes, strict=True):
-            if isinstance(plan, str):
-                results.append(Result(reward=0.0, score=0.0, status=Status.INVALID_INPUT, detail=plan))
-            else:
-                results.append(plan.compose(outcome, self._forward))
-        return results
 
     async def aclose(self) -> None:
         await asyncio.gather(*(b.aclose() for b in self.backends.values()))

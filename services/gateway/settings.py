@@ -36,6 +36,8 @@ from services.common.labels import LabelKind
 from services.common.saferegex import check_pattern
 from services.common.settings import ServerSettings
 from services.common.tls import ClientTLS
+from services.gateway import conditional
+from services.gateway.conditional import Condition
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -54,6 +56,29 @@ class ComponentSpec(_Config):
     timeout_s: float | None = Field(
         default=None, gt=0, description="its own deadline (default: the sample's)"
     )
+    metadata: dict[str, str] = Field(
+        default_factory=dict,
+        description="added to the sample's metadata for this component: {rubric: verifier} for the judge",
+    )
+    # Conditional components (services/gateway/conditional.py has the semantics).
+    when: list[Condition] | None = Field(
+        default=None,
+        description="call it only when one of these conditions on another component's logs holds",
+    )
+    otherwise: float = Field(default=0.0, description="its value when its condition does not hold")
+    decides: str | None = Field(
+        default=None,
+        description="when called and OK, its verdict stands in for this component's; when it fails, "
+        "that component's own verdict stands, flagged (component/<name>/ok 0, gateway/degraded 1)",
+    )
+    decision_log: str | None = Field(
+        default=None, description="a log that is 1 when it decided the sample, else 0 (math/decided_by)"
+    )
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, dict) else value
 
 
 class RecipeSpec(_Config):
@@ -72,8 +97,10 @@ class RecipeSpec(_Config):
 
     @model_validator(mode="after")
     def _consistent(self) -> RecipeSpec:
+        names = {n for n, c in self.components.items() if c.decides is None}  # the default sum's
         if self.formula is not None:
-            Formula(self.formula, set(self.components))  # raises with a message naming the problem
+            names = Formula(self.formula, set(self.components)).names  # raises naming the problem
+        conditional.check(self.components, names, self.score)
         if self.score is not None and self.score not in self.components:
             raise ValueError(f"score {self.score!r} is not one of the components {sorted(self.components)}")
         if self.clip is not None and self.clip[0] > self.clip[1]:
