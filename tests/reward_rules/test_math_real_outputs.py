@@ -40,3 +40,58 @@ async def _score(grader: MathGrader, label: str, response: str, prompt: str = ""
 )
 async def test_equalities(math_grader: MathGrader, label: str, response: str, expected: float) -> None:
     assert await _score(math_grader, label, response) == expected
+
+
+# -- 1: multiple choice as models write it ---------------------------------------------------
+_OPTIONS = "How long does the trip take?\nA. 45 days\nB. 52 days\nC. $\\frac{\\pi}{6}$\nD. 78 days"
+_INLINE = "Pick one: (A) 12 (B) 15 (C) 18 (D) 21"
+
+
+@pytest.mark.parametrize(
+    ("label", "prompt", "response", "expected"),
+    [
+        ("B", "", "Solution: Choice_B", 1.0),
+        ("B", "", "Solution: Choice_C", 0.0),
+        ("B", "", "After checking each case.\n\nChoice_B", 1.0),
+        ("B", "", "Answer: (B)", 1.0),
+        ("B", "", "Answer: (D)", 0.0),
+        ("B", "", "Comparing all four, the correct option is B.", 1.0),
+        ("B", "", "Comparing all four, the correct option is A.", 0.0),
+        ("B", "", "Thus the answer:\n\n**B**", 1.0),
+        ("B", "", "Thus the answer:\n\n**C**", 0.0),
+        ("B", "", "I choose (B) because the others overshoot.", 1.0),
+        # The option's text instead of its letter, mapped through the prompt's options.
+        ("C", _OPTIONS, "So the angle is $\\boxed{\\frac{\\pi}{6}}$.", 1.0),
+        ("B", _OPTIONS, "So the angle is $\\boxed{\\frac{\\pi}{6}}$.", 0.0),
+        ("C", _INLINE, "The answer is 18.", 1.0),
+        ("C", _INLINE, "The answer is 15.", 0.0),
+        # References that carry the option's text, or are only the text.
+        ("\\frac{\\pi}{6}", _OPTIONS, "The correct answer is option C.", 1.0),
+        ("\\frac{\\pi}{6}", _OPTIONS, "The correct answer is option D.", 0.0),
+        ("(D) 78 days", _OPTIONS, "Answer: D", 1.0),
+        ("(D) 78 days", _OPTIONS, "Answer: A", 0.0),
+        # Letters named while analysing options never beat the stated final choice.
+        ("A", _OPTIONS, "Option D: 78 days - too far. Step 7: D. 78 days is not correct.\n\nAnswer: A", 1.0),
+        ("D", _OPTIONS, "Option D: 78 days - too far. Step 7: D. 78 days is not correct.\n\nAnswer: A", 0.0),
+        # No stated letter: no fallback to the last letter or number anywhere.
+        ("D", _OPTIONS, "Option D: 78 days - too far. Option A: 45 days - too short.", 0.0),
+        ("D", _OPTIONS, "We get 78 days for the first leg and then more.", 0.0),
+        ("B", "", "None of the choices is correct.", 0.0),
+        ("B", _OPTIONS, "None of the options match: B would need 52 days.", 0.0),
+        # Several letters stated: a hedge.
+        ("B", "", "The answer is B or D.", 0.0),
+        ("B", "", "$\\boxed{B}$ or $\\boxed{D}$", 0.0),
+        # A letter read out of an expression is not a choice.
+        ("E", "", "The answer is $\\boxed{\\mathrm{E}*2}$.", 0.0),
+        ("E", "", "The answer is $\\boxed{\\mathrm{E}}$.", 1.0),
+    ],
+)
+async def test_multiple_choice(
+    math_grader: MathGrader, label: str, prompt: str, response: str, expected: float
+) -> None:
+    assert await _score(math_grader, label, response, prompt) == expected
+
+
+async def test_multiple_choice_without_a_letter_is_undecided(math_grader: MathGrader) -> None:
+    [result] = await math_grader.score([Sample(prompt=_OPTIONS, response="Option D: too far.", label="D")])
+    assert result.score == 0.0 and result.logs["math/undecided"] == 1.0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from services.reward_rules.math.choice import choice_letter, choice_option, extract_choice
+from services.reward_rules.math.choice import choice_letter, choice_option, extract_choice, prompt_options
 from services.reward_rules.math.equivalence import Comparison, equivalent
 from services.reward_rules.math.extract import (
     TAIL,
@@ -154,33 +154,22 @@ def _compare(
     return equal, how, True, comparison.used_symbolic
 
 
-def grade(label: str, response: str, options: GradeOptions | None = None) -> MathVerdict:
-    """The verdict for one response against one label (pure; may be slow on sympy)."""
+def grade(label: str, response: str, options: GradeOptions | None = None, prompt: str = "") -> MathVerdict:
+    """The verdict for one response against one label (pure; may be slow on sympy).
+
+    `prompt` matters only when it lists multiple-choice options: a letter then answers a
+    reference given as the option's text, and the option's text answers a letter.
+    """
     opts = options or GradeOptions()
     try:
         reference = _reference(label, opts.rel_tol)
     except BadReference as error:
         return MathVerdict("bad_reference", f"invalid reference: {error}")
+    choices = _prompt_choices(prompt) if prompt else ()
+    if choices:
+        reference = _with_options(reference, choices, opts.use_sympy, opts.percent)
     if reference.choice is not None:
-        extraction = extract_choice(response)
-        if extraction is not None and len(extraction.text) == 1:
-            equal = extraction.text.upper() == reference.choice
-            return MathVerdict(
-                "correct" if equal else "incorrect",
-                f"choice {extraction.text} from {extraction.source} vs {reference.choice}",
-                extracted=True,
-                boxed="boxed" in extraction.source,
-                parsed=True,
-                prediction=extraction.text.upper(),
-            )
-        if extraction is None:  # no letter at all: the option's text may be written out
-            extraction = extract_answer(response)
-        if extraction is None:
-            return MathVerdict("no_answer", "no letter and no final answer found in the response")
-        verdict = _grade_extraction(reference, extraction, opts, None, response)
-        # Option text that does not match the chosen option's text: rules cannot tell
-        # which option it means, so a verifier may decide.
-        return verdict if verdict.verdict == "correct" else replace(verdict, undecided=True)
+        return _grade_choice(reference, response, dict(choices), opts)
     extraction = extract_answer(response)
     if extraction is None:
         return MathVerdict("no_answer", "no final answer found in the response")
@@ -195,6 +184,138 @@ def grade(label: str, response: str, options: GradeOptions | None = None) -> Mat
                 return _grade_parts(reference, boxes, opts)
             extra.append(clean_answer(", ".join(boxes)))
     return _grade_extraction(reference, extraction, opts, extra, response)
+
+
+@lru_cache(maxsize=1024)
+def _prompt_choices(prompt: str) -> tuple[tuple[str, str], ...]:
+    """The prompt's options as (letter, cleaned text) pairs; () when it lists none."""
+    return tuple((letter, clean_answer(text)) for letter, text in prompt_options(prompt).items())
+
+
+@lru_cache(maxsize=4096)
+def _with_options(
+    reference: _Reference, choices: tuple[tuple[str, str], ...], use_sympy: bool, percent: str
+) -> _Reference:
+    """A reference seen through the prompt's options.
+
+    The option's text (`\\frac{\\pi}{6}` when the prompt lists `C. \\frac{\\pi}{6}`)
+    becomes the letter C, and a bare letter gains its option's text, so that either form
+    answers either.
+    """
+    options = dict(choices)
+    if reference.choice is not None:
+        text = options.get(reference.choice)
+        if text and all(len(a) == 1 for a in reference.answers):
+            return _Reference((text,), reference.choice, reference.rel_tol)
+        return reference
+    if len(reference.answers) != 1:
+        return reference
+    matched = [
+        letter
+        for letter, text in choices
+        if text and _compare(text, reference.answers[0], reference.rel_tol, use_sympy, percent)[0]
+    ]
+    return _Reference(reference.answers, matched[0], reference.rel_tol) if len(matched) == 1 else reference
+
+
+def _grade_choice(
+    reference: _Reference, response: str, options: dict[str, str], opts: GradeOptions
+) -> MathVerdict:
+    """A multiple-choice answer: the stated letter, else the option text it gives.
+
+    No stated letter never falls back to the last letter or number written anywhere;
+    several letters stated together ("B or D") are a hedge, and wrong.
+    """
+    assert reference.choice is not None
+    extraction = extract_choice(response)
+    if extraction is not None and extraction.source == "none_of_the_choices":
+        return MathVerdict(
+            "incorrect", "the response says none of the choices is right", extracted=True, undecided=True
+        )
+    if extraction is not None and not extraction.source.endswith("_content"):
+        letters = extraction.text.split(",")
+        if len(letters) > 1:
+            return MathVerdict(
+                "incorrect",
+                f"several choices {extraction.text} from {extraction.source}: a hedge",
+                extracted=True,
+                boxed="boxed" in extraction.source,
+                prediction=extraction.text,
+            )
+        equal = letters[0] == reference.choice
+        return MathVerdict(
+            "correct" if equal else "incorrect",
+            f"choice {letters[0]} from {extraction.source} vs {reference.choice}",
+            extracted=True,
+            boxed="boxed" in extraction.source,
+            parsed=True,
+            prediction=letters[0],
+        )
+    if extraction is None:  # no letter at all: the option's text may be written out
+        extraction = extract_answer(response)
+        if extraction is not None and not _states_value(response, extraction):
+            extraction = None
+    if extraction is None:
+        return MathVerdict(
+            "incorrect", "no letter and no stated answer in the response", extracted=False, undecided=True
+        )
+    pred = clean_answer(extraction.text)
+    # Prose ("Option D: too far") is matched to an option's words only: parsed as math it
+    # is a product of single-letter symbols, costly to compare and never an option's value.
+    prose = sum(word.lower() not in FUNCTION_NAMES for word in PROSE_WORD.findall(pred)) >= 2
+    if options and pred:
+        matched = [
+            letter
+            for letter, text in options.items()
+            if text
+            and (
+                text_key(text) == text_key(pred)
+                if prose
+                else _compare(text, pred, reference.rel_tol, opts.use_sympy, opts.percent)[0]
+            )
+        ]
+        if len(matched) == 1:
+            equal = matched[0] == reference.choice
+            return MathVerdict(
+                "correct" if equal else "incorrect",
+                f"{_short(pred)!r} from {extraction.source} is option {matched[0]} vs {reference.choice}",
+                extracted=True,
+                boxed="boxed" in extraction.source,
+                parsed=True,
+                prediction=matched[0],
+            )
+    if prose or all(len(answer) == 1 for answer in reference.answers):
+        return MathVerdict(
+            "incorrect",
+            f"no letter stated; {_short(pred)!r} from {extraction.source} names no option",
+            extracted=True,
+            prediction=pred,
+            undecided=True,
+        )
+    verdict = _grade_extraction(reference, extraction, opts, None, response)
+    # Option text that does not match the chosen option's text: rules cannot tell
+    # which option it means, so a verifier may decide.
+    return verdict if verdict.verdict == "correct" else replace(verdict, undecided=True)
+
+
+_GUESSED = ("last_number", "last_math", "number_word")
+_STATES = re.compile(r"(?:^|\s)(?:is|are|was|equals|be|gives|get)(?=\s|\$)|=", re.I)
+
+
+def _states_value(response: str, extraction: Extraction) -> bool:
+    """Whether a value found without an answer phrase is what the last sentence states.
+
+    "Therefore the value is $\\frac{\\pi}{6}$." states it; "We get 78 days for the first
+    leg and then more." only mentions a number, which must not pick an option.
+    """
+    if not extraction.source.endswith(_GUESSED):
+        return True
+    tail = visible_text(response)[-400:].rstrip()
+    sentence = re.split(r"(?<=[.!?])\s+|\n", tail)[-1] if tail else ""
+    where = sentence.rfind(extraction.text)
+    if where < 0 or len(sentence) - where - len(extraction.text) > 12:
+        return False
+    return _STATES.search(sentence[:where]) is not None
 
 
 # "(a)", "part (b)", "Part 2", "b)": answers to the parts of one problem, in their order.

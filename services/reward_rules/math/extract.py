@@ -33,6 +33,7 @@ __all__ = [
     "extract_answer",
     "extract_boxed",
     "extract_reference",
+    "last_anchor",
     "visible_text",
 ]
 
@@ -194,6 +195,11 @@ def _after_anchor(segment: str) -> str:
     end = _SENTENCE_END.search(segment)
     clause = segment[: end.start()] if end else segment
     return clause.strip().strip("*").strip()
+
+
+def last_anchor(text: str) -> re.Match[str] | None:
+    """The last answer phrase ("the answer is", "Answer:", ...) in `text`."""
+    return last_match(_ANCHOR.finditer(text))
 
 
 def anchored(text: str, raw: bool = False) -> str | None:

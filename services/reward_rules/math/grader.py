@@ -106,18 +106,19 @@ class MathGrader(GraderBase):
     def submit(self, samples: Sequence[Sample], deadline: float) -> list[Future[MathVerdict]]:
         """Queue samples for grading (non-blocking); one future per sample, in order."""
         futures: list[Future[MathVerdict]] = [Future() for _ in samples]
-        groups: dict[str, list[int]] = {}
+        # GRPO's samples of one prompt share its label: one group, one prepared reference.
+        groups: dict[tuple[str, str], list[int]] = {}
         for index, sample in enumerate(samples):
-            groups.setdefault(sample.label, []).append(index)
+            groups.setdefault((sample.label, sample.prompt), []).append(index)
         pool = self.pool
         per_job = max(1, min(self.config.chunk_size, math.ceil(len(samples) / pool.size)))
         budget = min(self.config.sample_budget_s, self.config.deadline_s)
         jobs = []
-        for label, indices in groups.items():
+        for (label, prompt), indices in groups.items():
             for start in range(0, len(indices), per_job):
                 chunk = indices[start : start + per_job]
                 items = [(i, samples[i].response, futures[i]) for i in chunk]
-                jobs.append(PoolJob(label, self._options, items, budget, deadline))
+                jobs.append(PoolJob(label, self._options, items, budget, deadline, prompt))
         pool.submit(jobs)
         return futures
 

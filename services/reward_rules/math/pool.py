@@ -52,6 +52,7 @@ class PoolJob:
     items: list[tuple[int, str, Future[MathVerdict]]]
     budget_s: float
     deadline: float  # time.monotonic() by which every result must exist
+    prompt: str = ""  # shared by the job's samples (its options answer multiple choice)
     job_id: int = field(default_factory=lambda: next(_job_ids))
 
 
@@ -251,6 +252,7 @@ class _Slot:
                         [(i, r) for i, r, _ in pending],
                         job.budget_s,
                         job.deadline,
+                        job.prompt,
                     )
                 )
             except Exception as error:

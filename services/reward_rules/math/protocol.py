@@ -15,5 +15,6 @@ __all__ = ["FORK_REQUEST", "Job"]
 # Zygote request: 4-byte big-endian memory cap in MiB. Reply: 4-byte pid plus one fd.
 FORK_REQUEST = struct.Struct("!i")
 
-# (job id, label, options, [(item index, response)], per-sample budget s, absolute deadline)
-Job = tuple[int, str, GradeOptions, list[tuple[int, str]], float, float]
+# (job id, label, options, [(item index, response)], per-sample budget s, absolute deadline,
+#  prompt: its multiple-choice options map letters to their text)
+Job = tuple[int, str, GradeOptions, list[tuple[int, str]], float, float, str]

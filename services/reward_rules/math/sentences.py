@@ -239,8 +239,31 @@ def last_value(tail: str) -> tuple[str, str] | None:
     sentences = [tail[start:end] for start, end in zip(starts, [*starts[1:], len(tail)], strict=True)]
     with_values = [s for s in sentences[-6:] if _NUMBER.search(s) or MATH_SPAN.search(s)]
     answers = [s for s in with_values if _META.search(s) is None] or with_values
+    bare = _bare_latex(answers[-1]) if answers else None
+    if bare is not None:
+        return bare, "last_math"
     picked = _pick_number(answers[-1]) if answers else None
     return (picked if picked is not None else number.group(0)), "last_number"
+
+
+_LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+
+
+def _bare_latex(sentence: str) -> str | None:
+    """ "Therefore the value is 6\\sqrt{3}." -> "6\\sqrt{3}": LaTeX written without delimiters.
+
+    Only after the sentence's last copula, and only when what follows is math alone (the
+    numbers inside `\\sqrt{3}` or `\\frac{\\pi}{6}` are not the answer).
+    """
+    if _LATEX_COMMAND.search(sentence) is None or MATH_SPAN.search(sentence) is not None:
+        return None
+    copula = last_match(_COPULA.finditer(sentence))
+    if copula is None:
+        return None
+    rest = sentence[copula.end() :].strip().rstrip(".!?;,").strip()
+    if not rest or len(rest) > 80 or _LATEX_COMMAND.search(rest) is None or PROSE_WORD.search(rest):
+        return None
+    return rest
 
 
 _UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]

@@ -50,7 +50,7 @@ def _limit_memory(memory_mb: int) -> None:
 
 
 def _grade_one(
-    label: str, response: str, options: GradeOptions, budget: float, full_budget: bool
+    label: str, response: str, options: GradeOptions, budget: float, full_budget: bool, prompt: str = ""
 ) -> tuple[MathVerdict, bool]:
     """(outcome, worker must restart).
 
@@ -63,7 +63,7 @@ def _grade_one(
         return MathVerdict("timeout", "deadline passed before grading started"), False
     signal.setitimer(signal.ITIMER_REAL, budget)
     try:
-        return grade(label, response, options), False
+        return grade(label, response, options, prompt), False
     except _SoftTimeout:
         if full_budget:
             return MathVerdict(
@@ -93,11 +93,11 @@ def worker_main(conn: Connection, memory_mb: int) -> None:
             return
         if job is None:
             return
-        job_id, label, options, items, budget, deadline = job
+        job_id, label, options, items, budget, deadline, prompt = job
         for index, response in items:
             left = deadline - time.monotonic()
             soft = min(budget, left) - SOFT_MARGIN_S
-            outcome, restart = _grade_one(label, response, options, soft, full_budget=budget <= left)
+            outcome, restart = _grade_one(label, response, options, soft, budget <= left, prompt)
             try:
                 conn.send((job_id, index, outcome))
             except (BrokenPipeError, OSError):
