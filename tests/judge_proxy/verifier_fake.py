@@ -6,7 +6,9 @@ reference markers, the answer between its fence (the tag the judge derived from 
 response cannot end it early), and the answer's last non-empty line compared with the reference
 (case, spaces and `$`, `\\boxed{}` wrappers aside). An empty answer, or one whose last line ends
 in the middle of a sentence (no final punctuation, a trailing "..."), is INVALID. With
-`letters: true` the reply is the single letter A / B / C and nothing else (`verifier_letters`).
+`letters: true` the reply is the single letter A / B / C and nothing else (`verifier_letters`);
+`equivalent: {phrase: reference}` teaches it answers in other words (a final line ending in the
+phrase matches that reference).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def _plain(text: str) -> str:
     return _NOISE.sub("", text).casefold().rstrip(".")
 
 
-def judge(text: str) -> str:
+def judge(text: str, equivalent: dict[str, str] | None = None) -> str:
     """CORRECT, INCORRECT or INVALID for the request `text`."""
     reference = _REFERENCE.search(text)
     fenced = FENCED.search(text)
@@ -39,7 +41,10 @@ def judge(text: str) -> str:
         return "INVALID"
     wanted = _plain(reference.group(1)) if reference else ""
     last = _plain(lines[-1])
-    return "CORRECT" if wanted and (last == wanted or last.endswith("is" + wanted)) else "INCORRECT"
+    same = [_plain(phrase) for phrase, ref in (equivalent or {}).items() if _plain(ref) == wanted]
+    if wanted and (last == wanted or last.endswith("is" + wanted) or any(last.endswith(p) for p in same)):
+        return "CORRECT"
+    return "INCORRECT"
 
 
 class FakeVerifier(FakeOpenAI):
@@ -50,7 +55,7 @@ class FakeVerifier(FakeOpenAI):
     def _verdict(text: str, script: dict[str, Any]) -> tuple[str, str]:
         if not script.get("verify") or "reply" in script or "label" in script or script.get("refuse"):
             return FakeOpenAI._verdict(text, script)
-        verdict = judge(text)
+        verdict = judge(text, script.get("equivalent"))
         if script.get("letters"):
             return _VERDICTS[verdict], ""  # a bare letter; no verdict-code line (it was not asked)
         return f"Compared the final answer with the reference. Verdict: [[{verdict}]]", verdict
