@@ -51,7 +51,10 @@ def recipe_argv(script: Path, tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("script", TRAINING, ids=lambda p: p.name)
 def test_openrlhf_accepts_the_recipe(script: Path, tmp_path: Path) -> None:
     args = parse_train_ppo_ray(recipe_argv(script, tmp_path))
-    assert args.reward.remote_url == [f"{GATEWAY}/get_reward"]  # one URL: the gateway routes
+    if args.train.agent_func_path:  # an agent run: OpenRLHF calls the agent file, never a reward URL
+        assert args.reward.remote_url == ["agent"] and args.train.agent_func_path.endswith("openrlhf_agent.py")
+    else:
+        assert args.reward.remote_url == [f"{GATEWAY}/get_reward"]  # one URL: the gateway routes
     assert args.reward.model_name_or_path is None, "the reward comes from Arbiter, not a local RM"
     if args.algo.dynamic_filtering_enable:
         assert list(args.algo.dynamic_filtering_range) == [0.0, 1.0], "filters on Arbiter's 0/1 scores"
