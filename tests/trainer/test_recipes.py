@@ -52,7 +52,8 @@ def recipe_argv(script: Path, tmp_path: Path) -> list[str]:
 def test_openrlhf_accepts_the_recipe(script: Path, tmp_path: Path) -> None:
     args = parse_train_ppo_ray(recipe_argv(script, tmp_path))
     if args.train.agent_func_path:  # an agent run: OpenRLHF calls the agent file, never a reward URL
-        assert args.reward.remote_url == ["agent"] and args.train.agent_func_path.endswith("openrlhf_agent.py")
+        assert args.reward.remote_url == ["agent"]
+        assert args.train.agent_func_path.endswith("openrlhf_agent.py")
     else:
         assert args.reward.remote_url == [f"{GATEWAY}/get_reward"]  # one URL: the gateway routes
     assert args.reward.model_name_or_path is None, "the reward comes from Arbiter, not a local RM"
