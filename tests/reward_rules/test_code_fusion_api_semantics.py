@@ -140,6 +140,18 @@ async def test_files_go_in_and_fetch_files_come_back(rules: GraderServer) -> Non
     assert base64.b64decode(data["files"]["res/deep.bin"]) == bytes(range(256))
 
 
+async def test_absolute_paths_in_the_run_s_directory_are_its_files(rules: GraderServer) -> None:
+    """The run's directory is the sandbox's /tmp (the program's working directory): `/tmp/x` is `x`."""
+    program = "import os\nprint(os.getcwd(), open('in.txt').read())\nopen('/tmp/out.txt', 'w').write('o')"
+    files = {"/tmp/in.txt": b64("i")}
+    data = await run_code(rules, body(program, files=files, fetch_files=["/tmp/out.txt", "out.txt"]))
+    assert data["run_result"]["stdout"] == "/tmp i\n", data
+    assert {name: base64.b64decode(text) for name, text in data["files"].items()} == {
+        "/tmp/out.txt": b"o",
+        "out.txt": b"o",
+    }
+
+
 async def test_files_are_fetched_after_a_failed_run_too(rules: GraderServer) -> None:
     program = "open('log.txt', 'w').write('partial')\nraise SystemExit(2)"
     data = await run_code(rules, body(program, fetch_files=["log.txt"]))
@@ -161,6 +173,8 @@ async def test_files_are_fetched_after_a_failed_run_too(rules: GraderServer) -> 
         {"files": {"d": b64("x"), "d/e": b64("y")}},  # a file used as a directory
         {"fetch_files": ["/etc/passwd"]},
         {"fetch_files": ["../../etc/passwd"]},
+        {"fetch_files": ["/tmp/../etc/passwd"]},
+        {"files": {"/tmp": b64("x")}},
         {"fetch_files": [f"f{i}" for i in range(9)]},
     ],
 )

@@ -2,8 +2,9 @@
 
 SandboxFusion writes `files` ({path: base64}) beside the program before the run and sends back the
 `fetch_files` it finds after it, base64, in the response's `files`; a `null` content is skipped.
-Here every path is confined to the run's work dir: relative, no `..`, no empty or `.` steps other
-than a leading `./`, not the harness's own files; and inside the sandbox each step is opened without
+Here every path is confined to the run's work dir (`/tmp` in the sandbox, the program's working
+directory): relative or under `/tmp/`, no `..`, no empty or `.` steps other than a leading `./`,
+not the harness's own files; and inside the sandbox each step is opened without
 following a symlink (harness.upload_files / fetch_files), so a program that made `out -> /proc/self`
 or `d -> /` fetches nothing through it. Counts and sizes are bounded (config: run_code_max_files,
 run_code_files_mb); a fetched file past what is left of the bound is left out and named in the
@@ -17,6 +18,7 @@ import binascii
 from collections.abc import Iterable
 
 _HARNESS_FILES = frozenset({".stdin", ".prog"})  # harness.STDIN_NAME, BINARY_NAME
+WORK_DIR = "/tmp/"  # the run's directory in the sandbox: `/tmp/a.txt` is `a.txt`
 MAX_PATH_BYTES = 1024
 MAX_DEPTH = 16
 
@@ -26,11 +28,12 @@ class FilesRefused(ValueError):
 
 
 def confined_path(path: str) -> str:
-    """`path` as a plain relative path below the work dir (a leading `./` dropped); FilesRefused
-    for an absolute path, a `..` or empty step, a NUL, the harness's own files or an overlong one."""
-    if not path or "\0" in path or path.startswith("/"):
-        raise FilesRefused(f"file path {path[:100]!r}: not a relative path in the run's directory")
-    plain = path
+    """`path` as a plain relative path below the work dir (a leading `./`, or `/tmp/`, the work
+    dir's own absolute path in the sandbox, dropped); FilesRefused for any other absolute path, a
+    `..` or empty step, a NUL, the harness's own files or an overlong one."""
+    plain = path[len(WORK_DIR) :] if path.startswith(WORK_DIR) else path
+    if not plain or "\0" in plain or plain.startswith("/"):
+        raise FilesRefused(f"file path {path[:100]!r}: not a path in the run's directory")
     while plain.startswith("./"):
         plain = plain[2:]
     parts = plain.split("/")
