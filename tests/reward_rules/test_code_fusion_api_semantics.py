@@ -17,7 +17,8 @@ import pytest
 
 from services.catalog import make_server
 from services.common.server import GraderServer
-from services.reward_rules.code.fusion_api import FusionRouter, FusionRunner
+from services.reward_rules.code import CodeConfig, CodeGrader
+from services.reward_rules.code.fusion_api import FusionRouter, FusionRunner, RunCodeRequest
 from services.settings import ArbiterSettings
 from tests.reward_rules.code_fixtures import fenced
 
@@ -273,3 +274,15 @@ async def test_a_run_whose_caller_hung_up_is_killed(rules: GraderServer) -> None
     await until(lambda: runner.slots.busy == 0)
     after = await run_code(rules, body("print(6 * 7)"))
     assert after["run_result"]["stdout"] == "42\n"
+
+
+@pytest.mark.parametrize("language", ["python", "cpp", "go", "bash"])
+@pytest.mark.parametrize(("compile_s", "run_s"), [(10, 10), (1, 1), (5, 30), (60, 60), (0.5, 20)])
+def test_a_wait_and_a_run_fit_in_veRL_s_http_timeout(language: str, compile_s: float, run_s: float) -> None:
+    """What a request may wait for a slot and what its run may take once started (past that it is
+    killed and answered) stay 2 s inside veRL's timeout, compile + run + 10 s, for any limits."""
+    runner = FusionRunner(CodeGrader(CodeConfig()))
+    request = RunCodeRequest(code="", language=language, compile_timeout=compile_s, run_timeout=run_s)
+    verl_timeout = compile_s + run_s + 10
+    assert runner._wait_allowed(request) + runner._time_allowed(request) <= verl_timeout - 2
+    assert runner._wait_allowed(request) >= CodeConfig().run_code_max_wait_s
