@@ -165,7 +165,12 @@ def make_engine(
     process, the eval tool and the Ray Serve replicas all take theirs from here.
     """
     spec = service(name)
-    return ScoringEngine(
+    engine_type = ScoringEngine
+    if name == "gateway":
+        from services.gateway.group import GroupingEngine  # group-aware recipes (docs/group-rewards.md)
+
+        engine_type = GroupingEngine
+    return engine_type(
         grader if grader is not None else spec.build(settings),
         spec.server_settings(settings),
         make_cache(settings.cache),
@@ -203,6 +208,7 @@ def make_server(
     scope = fleet.scoped(name) if fleet is not None else None
     server = spec.server_settings(settings)
     if name == "gateway":
+        from services.gateway.group import GroupingEngine
         from services.gateway.stats import RollingStats
 
         stats = RollingStats(settings.gateway.stats_window)
@@ -215,6 +221,7 @@ def make_server(
             observers=[stats.observe],
             routers=[stats.router(scope)],
             fleet=scope,
+            engine_type=GroupingEngine,
             extensions=_extensions(name, settings),
         )
     grader = spec.build(settings)

@@ -2,7 +2,9 @@
 
 The gateway's reward recipes and the judge's `multi` rubrics both use them. The text is
 parsed once with `ast` and compiled into closures over a whitelist of nodes (numbers,
-names, + - * /, unary minus, min/max/abs/clip), so a config file can never run code.
+names, + - * /, unary minus, min/max/abs/clip/ratio), so a config file can never run code.
+A dotted name (`group.min_len`) is one name: the gateway's group terms
+(services/gateway/group_terms.py) are written that way.
 
 A formula that can never give a finite number (`1e400 + rules`, `rules/0`, `a/(a-a)`) is
 refused when it is loaded, so a service does not start and then fail every sample: constant
@@ -30,11 +32,18 @@ def _clip(value: float, low: float, high: float) -> float:
     return min(max(value, low), high)
 
 
+def _ratio(numerator: float, denominator: float, default: float) -> float:
+    """`numerator / denominator`, or `default` when the denominator is 0: a group's length span
+    is 0 when every response has the same length, and that is a case, not an error."""
+    return default if denominator == 0 else numerator / denominator
+
+
 _FUNCTIONS: dict[str, tuple[Callable[..., float], int | None]] = {
     "min": (min, None),
     "max": (max, None),
     "abs": (abs, 1),
     "clip": (_clip, 3),
+    "ratio": (_ratio, 3),
 }
 
 
@@ -102,8 +111,10 @@ class Formula:
             if not math.isfinite(constant):
                 raise FormulaError(f"formula {self.text!r}: {ast.unparse(node)} is not a finite number")
             return lambda _: constant
-        if isinstance(node, ast.Name):
-            name = node.id
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = _dotted(node)
+            if name is None:
+                raise FormulaError(f"formula {self.text!r}: {ast.unparse(node)!r} is not a name")
             if self._allowed is not None and name not in self._allowed:
                 raise FormulaError(
                     f"formula {self.text!r} uses {name!r}, which is not one of {sorted(self._allowed)}"
@@ -133,5 +144,15 @@ class Formula:
             return lambda values: float(function(*(a(values) for a in args)))
         raise FormulaError(
             f"formula {self.text!r}: {ast.unparse(node)!r} is not allowed "
-            "(numbers, names, + - * /, min/max/abs/clip)"
+            "(numbers, names, + - * /, min/max/abs/clip/ratio)"
         )
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`group.min_len` -> "group.min_len"; None for anything but names joined by dots."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None

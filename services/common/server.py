@@ -124,12 +124,13 @@ class GraderServer:
         routers: Sequence[APIRouter] = (),
         fleet: FleetScope | None = None,
         extensions: Sequence[ExtensionFactory] = (),
+        engine_type: type[ScoringEngine] = ScoringEngine,  # the gateway's groups its samples
     ) -> None:
         self.name = name
         self.settings = server
         self.routers = list(routers)
         self.fleet = fleet  # sibling workers on the same ports (services/common/fleet.py), if any
-        self.engine = ScoringEngine(
+        self.engine = engine_type(
             grader,
             server,
             cache=make_cache(cache or CacheSettings()),

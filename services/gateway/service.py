@@ -37,6 +37,12 @@ def build_gateway(
         _owner(component.service or component.grader, grader_owners)
         for recipe in settings.recipes.values()
         for component in recipe.components.values()
+    } | {  # the graders a group stage asks (votes, pairwise verdicts): services/gateway/group.py
+        _owner(name, grader_owners)
+        for recipe in settings.recipes.values()
+        if recipe.group is not None
+        for name in (recipe.group.vote_grader, recipe.group.pairwise_grader)
+        if name is not None
     }
     known = set(grader_owners.values())
     for name in sorted((needed & known) - set(backends)):  # unknown names: GatewayGrader says which

@@ -38,6 +38,7 @@ from services.common.settings import ServerSettings
 from services.common.tls import ClientTLS
 from services.gateway import conditional
 from services.gateway.conditional import Condition
+from services.gateway.group_terms import GROUP_TERMS, LEN
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -81,11 +82,34 @@ class ComponentSpec(_Config):
         return [value] if isinstance(value, dict) else value
 
 
+class GroupSpec(_Config):
+    """Terms over the group of samples of one prompt (docs/group-rewards.md)."""
+
+    size: int = Field(default=8, ge=1, le=1024, description="samples per group: n_samples_per_prompt")
+    formula: str = Field(
+        description="the reward once the group is complete: over component names, `len` and group.* "
+        "terms (services/gateway/group_terms.py); the recipe's `formula` is the reward without them"
+    )
+    vote_grader: str | None = Field(
+        default=None, description="majority vote on this grader's predictions (math); group.agree"
+    )
+    vote_threshold: float = Field(default=0.0, ge=0, le=1, description="the majority's least share")
+    vote_requires: str | None = Field(
+        default="math/boxed",
+        description="a log of the vote grader that must be 1 for a prediction to vote (TTRL votes on "
+        "boxed final answers; the math grader otherwise reads a whole response as its answer)",
+    )
+    pairwise_grader: str | None = Field(
+        default=None, description="a pairwise judge rubric (pairwise) for group.win_rate"
+    )
+
+
 class RecipeSpec(_Config):
     components: dict[str, ComponentSpec] = Field(min_length=1)
     formula: str | None = Field(default=None, description="over component names; default: their sum")
     score: str | None = Field(default=None, description="component whose score is the sample's score")
     clip: tuple[float, float] | None = None
+    group: GroupSpec | None = Field(default=None, description="group-aware terms (docs/group-rewards.md)")
 
     @field_validator("components")
     @classmethod
@@ -101,6 +125,8 @@ class RecipeSpec(_Config):
         if self.formula is not None:
             names = Formula(self.formula, set(self.components)).names  # raises naming the problem
         conditional.check(self.components, names, self.score)
+        if self.group is not None:
+            Formula(self.group.formula, {*self.components, LEN, *GROUP_TERMS})
         if self.score is not None and self.score not in self.components:
             raise ValueError(f"score {self.score!r} is not one of the components {sorted(self.components)}")
         if self.clip is not None and self.clip[0] > self.clip[1]:
@@ -159,9 +185,31 @@ class GatewayServiceSettings(ServerSettings):
     eject_after_failures: int = Field(default=2, ge=1)
     eject_cooldown_s: float = Field(default=10.0, ge=0)
     stats_window: int = Field(default=4096, ge=16, description="samples in /v1/stats' rolling window")
+    group_recipes: dict[str, int] = Field(
+        default_factory=dict,
+        description="shipped group-aware recipes to add, by name, with their group size "
+        "(services/gateway/group_recipes.py: kimi_length, ttrl, dedup, pairwise, group_stats)",
+    )
+    group_hold_s: float = Field(
+        default=150.0,
+        gt=0,
+        description="the longest a one-sample request waits for its group: answered inside OpenRLHF's "
+        "180 s client timeout, early answers carry group/incomplete = 1",
+    )
+    group_keep_s: float = Field(
+        default=600.0, gt=0, description="how long a group is remembered for late members and retries"
+    )
+    group_max_waiting: int = Field(
+        default=32768, ge=1, description="samples held for their groups at most (beyond: answered at once)"
+    )
 
     @model_validator(mode="after")
     def _routes_name_recipes(self) -> GatewayServiceSettings:
+        if self.group_recipes:
+            from services.gateway.group_recipes import preset  # it builds RecipeSpecs: a late import
+
+            for name, size in self.group_recipes.items():
+                self.recipes.setdefault(name, preset(name, size))
         if "routes" not in self.model_fields_set and "math" not in self.recipes:
             # Own recipes without a `math` one and no routes: the default routes lose the math route.
             self.routes = [route for route in self.routes if route.recipe != "math"]

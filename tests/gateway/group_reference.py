@@ -6,6 +6,7 @@ a test that compares the two checks the gateway's arithmetic, grouping and plumb
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter
@@ -41,7 +42,7 @@ def recipes(designs: tuple[str, ...] = DESIGNS, sizes: tuple[int, ...] = SIZES) 
 
 
 def label(design: str, size: int) -> str:
-    return '{"recipe": "%s", "answer": "%s"}' % (recipe_name(design, size), REFERENCE)
+    return json.dumps({"recipe": recipe_name(design, size), "answer": REFERENCE})
 
 
 def generate(rng: random.Random, size: int, tag: str, shape: str = "mixed") -> Case:
