@@ -12,7 +12,8 @@ cut response would hide whatever its middle holds. With `overlong: cut_middle` i
 middle (its start and end stay, with a line that says how much was cut). A pairwise baseline
 (the dataset's text) is always cut that way. The rubric's instructions and the reference are
 never cut. Only what the judge sees is fenced and cut: string_check rubrics compare the
-response as it is.
+response as it is. A rubric with `final_answer_only` (the verifiers) is shown only what the
+response finally says, after its last `</think>`, before any of this.
 """
 
 from __future__ import annotations
@@ -31,6 +32,27 @@ _ITEM_ANSWERS = ("baseline",)
 class Shown:
     context: dict[str, Any]
     cut_chars: int  # characters of the response the judge does not see
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def final_part(text: str) -> str:
+    """What a response finally says: after its last `</think>`; "" when it opened `<think>` and never
+    closed it (cut off while thinking, no answer); the whole text when it has no thinking block."""
+    end = text.rfind(THINK_CLOSE)
+    if end >= 0:
+        return text[end + len(THINK_CLOSE) :].strip()
+    return "" if THINK_OPEN in text else text
+
+
+def final_only(context: Mapping[str, Any]) -> dict[str, Any]:
+    """`context` whose response is its final part (`final_part`), under both of its names."""
+    sample = dict(context.get("sample") or {})
+    response = sample.get("output_text")
+    if isinstance(response, str):
+        sample.update(dict.fromkeys(_SAMPLE_ANSWERS, final_part(response)))
+    return {**context, "sample": sample}
 
 
 def tag_of(text: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from services.common.contract import Status
 from services.common.formula import Formula, FormulaError
-from services.judge_proxy.fencing import cut_middle, overlong, shown
+from services.judge_proxy.fencing import cut_middle, final_only, overlong, shown
 from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.parsing import (
@@ -151,6 +151,8 @@ class RubricEvaluator:
             return self._string_check(rubric, context)
         if isinstance(rubric, MultiRubric):
             return await self._multi(rubric, context, deadline, tally, name)
+        if rubric.final_answer_only:  # the judge sees what the response finally says, and only that
+            context = final_only(context)
         if isinstance(rubric, ScoreModelRubric):
             return await self._score_model(rubric, context, deadline, tally, name)
         return await self._label_model(rubric, context, deadline, tally, name)

@@ -62,6 +62,12 @@ class _ModelRubric(_Strict):
         "false: the verdict is read in verdict_format, never from text the response also holds. "
         "Structured-output rubrics need no code (their verdict is a top-level JSON key)",
     )
+    final_answer_only: bool = Field(
+        default=False,
+        description="show the judge only the response's final part: the text after its last </think> "
+        "(nothing when it opened <think> and never closed it: it was cut off before any answer). For "
+        "verifiers, which judge the answer a response commits to, not its 100k characters of thinking",
+    )
     verdict_format: Literal["auto", "brackets", "json", "result", "keyword", "any"] = Field(
         default="auto",
         description="the only verdict form read from the judge's reply: brackets [[8]], json "
