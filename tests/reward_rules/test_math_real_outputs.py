@@ -95,3 +95,67 @@ async def test_multiple_choice(
 async def test_multiple_choice_without_a_letter_is_undecided(math_grader: MathGrader) -> None:
     [result] = await math_grader.score([Sample(prompt=_OPTIONS, response="Option D: too far.", label="D")])
     assert result.score == 0.0 and result.logs["math/undecided"] == 1.0
+
+
+# -- 2: answer blocks --------------------------------------------------------------------------
+_WORK = "We have $x + 3 = 12$, so $x = 9$. Then $2 \\cdot 9 = 18$ and $18 - 5 = 13$.\n"
+
+
+@pytest.mark.parametrize(
+    ("label", "response", "expected"),
+    [
+        ("(15, -29)", _WORK + "I conclude that my answer is correct.\n\n# Answer\n\n(15, -29)", 1.0),
+        ("(15, -29)", _WORK + "I conclude that my answer is correct.\n\n# Answer\n\n(-29, 15)", 0.0),
+        ("12\\pi", _WORK + "# Answer\n\n12\\pi\n", 1.0),
+        ("12\\pi", _WORK + "# Answer\n\n12\n", 0.0),
+        ("1+2i", _WORK + "# Answer\n\n1+2i", 1.0),
+        ("1+2i", _WORK + "# Answer\n\n1-2i", 0.0),
+        ("[-2, 7]", _WORK + "# Answer\n\n[-2, 7]", 1.0),
+        ("[-2, 7]", _WORK + "# Answer\n\n(-2, 7)", 0.0),
+        ("3, 7, 5", _WORK + "# Answer\n\n3, 7, 5", 1.0),
+        ("2k", _WORK + "# Answer\n\n2k", 1.0),
+        ("2k", _WORK + "# Answer\n\n3k", 0.0),
+        ("18", _WORK + "The answer is: 18", 1.0),
+        ("18", _WORK + "The answer is: 13", 0.0),
+        # The words around the block are not the answer; the value the reasoning holds is not it.
+        ("-50", "I conclude that my answer is correct.\n\n# Answer\n\n-50", 1.0),
+        ("13", _WORK + "I conclude that my answer is correct.\n\n# Answer\n\n-50", 0.0),
+    ],
+)
+async def test_answer_blocks(math_grader: MathGrader, label: str, response: str, expected: float) -> None:
+    assert await _score(math_grader, label, response) == expected
+
+
+# -- 3: a closing sentence that states the answer first ------------------------------------------
+@pytest.mark.parametrize(
+    ("label", "response", "expected"),
+    [
+        ("5", _WORK + "5 cars drove through the traffic jam in the first 15 minutes.", 1.0),
+        ("15", _WORK + "5 cars drove through the traffic jam in the first 15 minutes.", 0.0),
+        ("16", _WORK + "16 people think that horse #12 will win.", 1.0),
+        ("12", _WORK + "16 people think that horse #12 will win.", 0.0),
+        ("40", _WORK + "So 40 apples are left after 3 days.", 1.0),
+        ("3", _WORK + "So 40 apples are left after 3 days.", 0.0),
+        ("5", _WORK + "2 apples plus 3 apples is 5 apples.", 1.0),  # a stated sum, not a count first
+        ("12", "12 apples and 3 bananas", 0.0),  # several counts: no one answer
+    ],
+)
+async def test_closing_sentence(math_grader: MathGrader, label: str, response: str, expected: float) -> None:
+    assert await _score(math_grader, label, response) == expected
+
+
+# -- 4: signs and delimiters --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("label", "response", "expected"),
+    [
+        ("-\\frac{\\pi}{6}", _WORK + "So the angle is -$\\pi/6$.", 1.0),
+        ("\\frac{\\pi}{6}", _WORK + "So the angle is -$\\pi/6$.", 0.0),
+        ("-\\frac{\\pi}{6}", _WORK + "The answer is -$\\frac{\\pi}{6}$.", 1.0),
+        ("\\frac{\\pi}{6}", _WORK + "The answer is -$\\frac{\\pi}{6}$.", 0.0),
+        ("-5", _WORK + "Final answer: -$5$", 1.0),
+        ("5", _WORK + "Final answer: -$5$", 0.0),
+        ("7", _WORK + "We subtract 3-$x$ from both sides and get $7$.", 1.0),  # a minus between terms
+    ],
+)
+async def test_signs(math_grader: MathGrader, label: str, response: str, expected: float) -> None:
+    assert await _score(math_grader, label, response) == expected

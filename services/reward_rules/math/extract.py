@@ -70,6 +70,10 @@ _BOX_SEPARATOR = re.compile(
     r"(?:\s|\$|,|;|\band\b|\bor\b|\\quad|\\text\{\s*(?:and|or)\s*\}|[a-zA-Z](?:_\{?\d+\}?)?\s*=)*"
 )
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+# PRM800K's closing block: a `# Answer` heading, then the value alone on the last line(s).
+_ANSWER_BLOCK = re.compile(
+    r"(?:^|\n)[ \t]*#{1,4}[ \t]*(?:Final[ \t]+)?Answer[ \t]*:?[ \t]*\n\s*(\S[^\n]{0,200})\s*$", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +192,7 @@ def _after_anchor(segment: str) -> str:
     if boxed is not None and segment.lstrip().startswith(("\\boxed", "\\fbox", "$\\boxed", "\\(\\boxed")):
         return boxed
     head = segment.lstrip()[:600]
-    span = MATH_SPAN.match(head)
+    span = MATH_SPAN.match(head, 1 if head[:1] in ("-", "−") else 0)
     if span:
         return span_run(head, list(MATH_SPAN.finditer(head)), 0, forward=True)
     segment = segment[:400]
@@ -197,14 +201,30 @@ def _after_anchor(segment: str) -> str:
     return clause.strip().strip("*").strip()
 
 
+# "I conclude that my answer is correct": a judgement of the answer, not the answer.
+_JUDGEMENT = re.compile(
+    r"[\s*:]*(?:correct|right|wrong|incorrect|valid|invalid|reasonable|consistent|plausible|confirmed"
+    r"|verified|as\s+follows|below|above)\b",
+    re.I,
+)
+
+
 def last_anchor(text: str) -> re.Match[str] | None:
-    """The last answer phrase ("the answer is", "Answer:", ...) in `text`."""
-    return last_match(_ANCHOR.finditer(text))
+    """The last answer phrase ("the answer is", "Answer:", ...) that announces an answer.
+
+    One followed by a judgement ("my answer is correct") announces none: the one before
+    it counts.
+    """
+    anchors = list(_ANCHOR.finditer(text))
+    for anchor in reversed(anchors[-6:]):
+        if _JUDGEMENT.match(text, anchor.end()) is None:
+            return anchor
+    return None
 
 
 def anchored(text: str, raw: bool = False) -> str | None:
     """What follows the last answer phrase; `raw` keeps a whole sentence (for letters)."""
-    last = last_match(_ANCHOR.finditer(text))
+    last = last_anchor(text)
     if last is None:
         return None
     correction = last_match(_CORRECTION.finditer(text, last.end(), last.end() + 600))
@@ -233,6 +253,9 @@ def extract_answer(response: str) -> Extraction | None:
             source_prefix = "answer_tag+"
             if len(inner) <= 200 and "\\boxed" not in inner and _ANCHOR.search(inner) is None:
                 return Extraction(_unbold(inner), "answer_tag")
+    block = _ANSWER_BLOCK.search(text[-400:])
+    if block is not None:
+        return Extraction(_unbold(block.group(1)), source_prefix + "answer_block")
     boxed = extract_boxed(text)
     if boxed is not None:
         return Extraction(boxed, source_prefix + "boxed")

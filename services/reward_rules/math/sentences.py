@@ -102,7 +102,12 @@ def span_run(text: str, spans: list[re.Match[str]], index: int, forward: bool) -
         k += step
     if not forward:
         run.reverse()
-    return ", ".join(span_text(span) for span in run)
+    items = [span_text(span) for span in run]
+    # `-$\\pi/6$`: a minus sign written before the delimiters belongs to the value.
+    start = run[0].start()
+    if start and text[start - 1] in "-−" and (start == 1 or text[start - 2] in " \t\n(:=*"):
+        items[0] = "-" + items[0].strip()
+    return ", ".join(items)
 
 
 def _is_sentence(text: str) -> bool:
@@ -190,8 +195,31 @@ def _same_sentence(text: str, end: int) -> str:
 _MODIFIER = re.compile(r"-[a-zA-Z]")
 
 
+# A sentence that states its answer first, as the count of its subject: "5 cars drove
+# through the traffic jam in the first 15 minutes.", "So 16 people think that horse #12 wins."
+_LEADING_COUNT = re.compile(
+    r"^\s*(?:(?:so|thus|therefore|hence|in\s+total|altogether|overall|finally|in\s+all)\s*,?\s+)?"
+    r"\$?(-?\d[\d,]*(?:\.\d+)?)\$?\s+"
+    r"(?!(?:times|plus|minus|divided|multiplied|over|of|out|more|less|fewer|percent|and|or|to|x|by|is|are"
+    r"|was|were|equals|from|into|per|squared|cubed)\b)[a-zA-Z]{2,}",
+    re.I,
+)
+_COORDINATED = re.compile(r"[a-zA-Z\s]{0,20}?(?:\band\b|\bor\b|\bplus\b|,)\s*\$?-?\d")
+_COPULA_THEN_VALUE = re.compile(
+    r"(?:^|\s)(?:is|are|was|were|equals|equal\s+to|makes|gives)\s+\$?-?\d|=", re.I
+)
+
+
 def _pick_number(sentence: str) -> str | None:
     """The answer-like value of one sentence: the last one not introduced by "in", "dans"..."""
+    leading = _LEADING_COUNT.match(sentence)
+    if (
+        leading is not None
+        and _COPULA_THEN_VALUE.search(sentence) is None
+        # "12 apples and 3 bananas": several counts side by side state no one answer.
+        and _COORDINATED.match(sentence, leading.end()) is None
+    ):
+        return leading.group(1)
     found = _candidates(sentence)
     if not found:
         return None
