@@ -22,10 +22,6 @@ from tests.trainer.frameworks.running import RunningGateway
 _TRAINER_VARS = ("ARBITER_GATEWAY", "ARBITER_GATEWAY_TIMEOUT_S", "ARBITER_GATEWAY_WAIT_S", "ARBITER_LOG_KEYS")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "framework: drives a real trainer framework in its own venv")
-
-
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[RunningGateway]:
     """`python -m services.gateway` on embedded defaults (what ./scripts/serve.sh serves)."""

@@ -17,7 +17,7 @@ import pytest
 from testkit.tiny_checkpoints import build_tokenizer
 from tests.trainer.frameworks.running import RunningGateway
 
-pytestmark = pytest.mark.framework
+pytestmark = pytest.mark.frameworks
 
 trl = pytest.importorskip("trl", reason="runs in .venv-trl (scripts/test-frameworks.sh)")
 

@@ -18,7 +18,7 @@ from testkit.tiny_checkpoints import build_tokenizer
 from tests.trainer.frameworks.proxy import FirstClientOnly
 from tests.trainer.frameworks.running import RunningGateway
 
-pytestmark = pytest.mark.framework
+pytestmark = pytest.mark.frameworks
 
 verl = pytest.importorskip("verl", reason="runs in .venv-verl (scripts/test-frameworks.sh)")
 

@@ -20,7 +20,7 @@ import pytest
 from testkit.rules_service import reward_rules_service
 from tests.trainer.frameworks.test_verl import compose
 
-pytestmark = pytest.mark.framework
+pytestmark = pytest.mark.frameworks
 
 verl = pytest.importorskip("verl", reason="runs in .venv-verl (scripts/test-frameworks.sh)")
 
