@@ -100,7 +100,9 @@ class PrecompiledHeaders:
             self.error = str(exc)[:500]
             log.warning("code grader: no precompiled C++ headers (%s)", self.error)
 
-    def build(self) -> None:
+    def build(self, block: bool = False) -> None:
+        """Builds them unless built; `block`: waits for another process's build rather than leave
+        it to that process (the background thread does not wait)."""
         if self.ready():
             _warm(self.directory)
             return
@@ -110,7 +112,7 @@ class PrecompiledHeaders:
         lock = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
             except BlockingIOError:
                 return  # another process builds them; this one's compiles go without until then
             if not self.ready():
