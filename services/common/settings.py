@@ -43,13 +43,13 @@ DEFAULT_REFLECTION_KEYWORDS = (
     "verify",
 )
 
-# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
 # How long this service's own clients keep an idle connection to a server it calls (vLLM, an LLM
 # judge): shorter than a uvicorn-served one keeps it (vLLM, SGLang: 5 s), so a call never goes out
 # on a connection the server is closing (it fails: a batch of fallback rewards, a judge attempt
 # counted toward the breaker). A server that keeps connections longer costs a new one after 2 s idle.
 UPSTREAM_KEEPALIVE_S = 2.0
 
+# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
 DEFAULT_EOS_MARKERS = (
     "</s>",
     "<|im_end|>",

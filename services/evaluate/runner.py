@@ -243,12 +243,3 @@ async def run_scorer(
         await scorer.stop()
         raise
     return outcome, asyncio.ensure_future(scorer.stop())
-
-
-async def run_local(
-    plan: RunPlan, scorer: Scorer, console: Console | None = None, source: str = "in-process"
-) -> RunOutcome:
-    """Start the scorer, run the plan through it, stop it whatever happens."""
-    outcome, stopping = await run_scorer(plan, scorer, console, source)
-    await stopping
-    return outcome

@@ -21,10 +21,6 @@ class TemplateError(ValueError):
     """A template uses an unknown namespace, or a value it needs is missing."""
 
 
-def placeholders(template: str) -> list[str]:
-    return [match.group(1) for match in _PLACEHOLDER.finditer(template)]
-
-
 def validate(template: str) -> str:
     """Check a template at load time: every `{{...}}` is a dotted item./sample. path."""
     for match in _ANY_BRACES.finditer(template):
