@@ -12,6 +12,7 @@ waits for the gateway) is trainer/settings.py's ARBITER_GATEWAY_WAIT_S.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,14 +46,20 @@ def arbiter_reward(label_column: str = "label", datasource_column: str = "dataso
     def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         labels = columns.get(label_column) or [None] * len(completions)
         sources = columns.get(datasource_column) or [None] * len(completions)
+        texts = [_text(prompt) for prompt in prompts]
+        # GRPOTrainer hands over whole groups (num_generations per prompt): a group-aware recipe
+        # computes its terms in this one call (docs/group-rewards.md).
+        sizes = collections.Counter(texts)
         samples = [
             Sample(
-                prompt=_text(prompt),
+                prompt=text,
                 response=_text(completion),
                 label=_label(label),
-                metadata={"datasource": str(source)} if source else {},
+                metadata={"datasource": str(source), "group_size": str(sizes[text])}
+                if source
+                else {"group_size": str(sizes[text])},
             )
-            for prompt, completion, label, source in zip(prompts, completions, labels, sources, strict=True)
+            for text, completion, label, source in zip(texts, completions, labels, sources, strict=True)
         ]
         results = connection().score(samples)
         log_metric = columns.get("log_metric")  # TRL >= 1.x hands reward functions a metric logger

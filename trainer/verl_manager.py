@@ -32,6 +32,9 @@ class ArbiterRewardManager(NaiveRewardManager):  # type: ignore[misc]
             info = dict(infos[0]) if infos is not None and isinstance(infos[0], dict) else {}
             if not info.get("prompt"):
                 info["prompt"] = prompt
+            uids = item.non_tensor_batch.get("uid")  # the GRPO group: group-aware recipes key on it
+            if uids is not None and not info.get("group_id"):
+                info["group_id"] = str(uids[0])
             item.non_tensor_batch["extra_info"] = np.array([info], dtype=object)
         return await super().run_single(item)  # type: ignore[no-any-return]
 

@@ -52,6 +52,9 @@ def _sample(
     else:
         label = json.dumps(ground_truth, ensure_ascii=False, default=str)
     metadata = {"datasource": str(data_source)} if data_source else {}
+    group = (extra_info or {}).get("group_id")  # veRL's uid of the prompt's group (verl_manager.py)
+    if isinstance(group, str) and group:
+        metadata["group_id"] = group
     return Sample(prompt=prompt_of(extra_info), response=solution_str, label=label, metadata=metadata)
 
 
