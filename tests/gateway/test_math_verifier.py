@@ -17,7 +17,7 @@ import yaml
 from services import catalog
 from services.common.contract import NO_CACHE_KEY, Result, Status
 from services.gateway.compose import CompiledRecipe
-from services.gateway.settings import RecipeSpec
+from services.gateway.settings import RecipeSpec, RemoteService
 from services.settings import ArbiterSettings
 from tests.judge_proxy.fake_openai import directive
 from tests.judge_proxy.verifier_fake import FakeVerifier
@@ -166,6 +166,28 @@ async def test_get_reward_through_the_recipe(fake: FakeVerifier) -> None:
     assert [r["rewards"] for r in replies] == [[1.0], [1.0], [0.0]]
     assert [r["extra_logs"]["math/decided_by"] for r in replies] == [[0.0], [1.0], [1.0]]
     assert len({tuple(sorted(r["extra_logs"])) for r in replies}) == 1
+
+
+async def test_a_remote_judge_service_gets_the_rubric_over_grpc(fake: FakeVerifier) -> None:
+    """The verifier as its own service (python -m services.judge_proxy): the rubric crosses gRPC."""
+    settings = settings_for(fake)
+    settings.judge_proxy.host, settings.judge_proxy.http_port, settings.judge_proxy.grpc_port = (
+        "127.0.0.1",
+        0,
+        0,
+    )
+    async with catalog.make_server("judge_proxy", settings) as judge:
+        remote = settings.model_copy(
+            update={
+                "gateway": settings.gateway.model_copy(
+                    update={"services": {"judge_proxy": RemoteService(replicas=[judge.grpc_target])}}
+                )
+            }
+        )
+        results = await score(remote, [DECIDED[0], UNDECIDED[0], UNDECIDED[1]])
+    assert [r["reward"] for r in results] == [1.0, 1.0, 0.0]
+    assert [r["logs"]["math/decided_by"] for r in results] == [0.0, 1.0, 1.0]
+    assert fake.count == 2 and all("[[INVALID]]" in s.body["messages"][1]["content"] for s in fake.requests)
 
 
 # -- the conditional component's semantics, on the composition alone -----------------------------
