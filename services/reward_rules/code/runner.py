@@ -7,7 +7,11 @@ itself (native.py), so every sandbox runs this one harness.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -27,8 +31,13 @@ class LanguageRunner(Protocol):
         """One-time set-up outside the sandbox (e.g. compiling the harness); may raise."""
         ...
 
-    def argv(self) -> list[str]:
-        """The harness command inside the sandbox (absolute paths under the read-only system)."""
+    def binds(self) -> list[tuple[str, str]]:
+        """Host files the harness needs, as (host path, sandbox path): bound read-only."""
+        ...
+
+    def argv(self, sandboxed: bool = True) -> list[str]:
+        """The harness command: inside the sandbox (absolute paths under the read-only system and
+        the `binds()` targets), or on the host (`sandboxed` False: unsafe mode, host paths)."""
         ...
 
 
@@ -37,26 +46,34 @@ def harness_source() -> str:
     return (Path(__file__).with_name("harness.py")).read_text()
 
 
-# base64, not hex: one argv string may hold 128 KiB (MAX_ARG_STRLEN), and the harness's bytecode
-# is over 64 KiB
-_BOOTSTRAP = "import marshal,binascii;exec(marshal.loads(binascii.a2b_base64({!r})))"
+HARNESS_PATH = "/run/arbiter-harness"  # in the sandbox: the harness's bytecode, bound read-only
+# The command line only names the file: its size does not grow with the harness (one argv string
+# may hold 128 KiB, MAX_ARG_STRLEN; the harness's bytecode as base64 was over 100 KiB of it).
+_BOOTSTRAP = "import marshal;exec(marshal.loads(open({!r},'rb').read()))"
 _COMPILE = (
-    "import marshal,sys,binascii;"
-    "sys.stdout.write(binascii.b2a_base64(marshal.dumps(compile(sys.stdin.read(),'harness','exec')),newline=False).decode())"
+    "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile(sys.stdin.read(),'harness','exec')))"
 )
+
+
+def _remove(directory: str, owner: int) -> None:
+    """Removes the harness's directory, in the process that made it only (never in a fork)."""
+    if os.getpid() == owner:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass
 class PythonRunner:
     """Runs the harness on the system interpreter: isolated mode, no bytecode files.
 
-    `prepare()` has that interpreter compile the harness once, outside any sandbox, so each
-    sandbox loads bytecode instead of parsing source (a few ms of every start).
+    `prepare()` has that interpreter compile the harness once, outside any sandbox, into a
+    read-only file of a private directory, which each sandbox binds read-only at HARNESS_PATH:
+    a sandbox loads bytecode instead of parsing source (a few ms of every start), and the command
+    line stays a few hundred bytes however large the harness grows.
     """
 
     interpreter: str = "/usr/bin/python3"
     site: bool = False  # importing site finds dist-packages; off it starts faster
-    _code: str = field(default="", repr=False)  # the harness's bytecode, base64
+    _file: str = field(default="", repr=False)  # the harness's bytecode on the host
 
     @property
     def name(self) -> str:
@@ -67,23 +84,34 @@ class PythonRunner:
         return True
 
     def prepare(self) -> None:
-        if self._code:
+        if self._file:
             return
         try:
             done = subprocess.run(
                 [self.interpreter, "-I", "-S", "-B", "-c", _COMPILE],
-                input=harness_source(),
+                input=harness_source().encode(),
                 capture_output=True,
-                text=True,
                 timeout=60,
                 env={},
                 check=True,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise RuntimeError(f"cannot run the sandbox interpreter {self.interpreter}: {exc}") from exc
-        self._code = done.stdout.strip()
+        directory = tempfile.mkdtemp(prefix="arbiter-harness-")
+        weakref.finalize(self, _remove, directory, os.getpid())
+        path = os.path.join(directory, "harness.bin")
+        with open(path, "xb") as handle:
+            handle.write(done.stdout)
+        os.chmod(path, 0o444)
+        os.chmod(directory, 0o755)  # a root grader's sandboxes run as an unprivileged uid
+        self._file = path
 
-    def argv(self) -> list[str]:
+    def binds(self) -> list[tuple[str, str]]:
+        self.prepare()
+        return [(self._file, HARNESS_PATH)]
+
+    def argv(self, sandboxed: bool = True) -> list[str]:
+        self.prepare()
         flags = ["-I", "-B"] + ([] if self.site else ["-S"])
-        program = _BOOTSTRAP.format(self._code) if self._code else harness_source()
+        program = _BOOTSTRAP.format(HARNESS_PATH if sandboxed else self._file)
         return [self.interpreter, *flags, "-c", program]

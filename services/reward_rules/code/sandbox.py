@@ -106,6 +106,8 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     if cpu_usage is not None:  # the harness times runs on the CPU the whole sandbox used
         argv += ["--ro-bind", cpu_usage, CPU_USAGE_PATH]
+    for host, inside in runner.binds():  # the harness itself: a file, never the command line
+        argv += ["--ro-bind", host, inside]
     argv += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp"]
     argv += ["--clearenv"]
     for key, value in _ENV.items():
@@ -193,7 +195,7 @@ class Sandbox:
             self._workdir = tempfile.mkdtemp(prefix="arbiter-code-unsafe-")
             if os.getuid() == 0:
                 os.chown(self._workdir, host_uid, host_uid)
-            argv, cwd = runner.argv(), self._workdir
+            argv, cwd = runner.argv(sandboxed=False), self._workdir
         command, env = launcher_argv(argv, cgroup, host_uid, limits)
         if mode == "unsafe":
             env.update(_ENV)
