@@ -173,7 +173,7 @@ def test_a_checker_that_does_not_compile_is_a_bad_label(grader: CodeGrader) -> N
 def test_a_hostile_checker_reaches_neither_the_candidate_nor_the_host(
     grader: CodeGrader, tmp_path: Path
 ) -> None:
-    """It sees only its own sandbox (bwrap's init, the harness, itself), cannot write outside it,
+    """It sees only its own sandbox (bwrap's init, the harness, its sample's fork, itself), cannot write outside it,
     and what it leaves (a daemon, files) is gone for the next sample's runs."""
     marker = tmp_path / "checker-was-here"
     checker = (
@@ -184,7 +184,7 @@ def test_a_hostile_checker_reaches_neither_the_candidate_nor_the_host(
         '  FILE* g = fopen("left-behind", "w"); if (g) fclose(g);\n'
         "  if (fork() == 0) { setsid(); if (fork() == 0) for (;;) sleep(1); _exit(0); }\n"
         '  bool host = access("/work", F_OK) == 0 || access("/root", F_OK) == 0;\n'
-        "  return n == 3 && !wrote && !host ? 0 : 1;\n"
+        "  return n == 4 && !wrote && !host ? 0 : 1;\n"
         "}\n"
     )
     results = score(grader, *[sample(prints("7 3"), checker) for _ in range(3)])

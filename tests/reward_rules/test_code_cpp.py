@@ -196,7 +196,8 @@ def test_each_test_starts_with_nothing_of_the_last(grader: CodeGrader) -> None:
         "  else usleep(20000);\n"
         '  printf("%d %s %d\\n", t == 1 ? 0 : procs(), memo ? "kept" : "clean", mb); }\n'
     )
-    (result,) = score(grader, cpp(program, [("1\n", "0 clean 40\n"), ("2\n", "3 clean 40\n")]))
+    # test 2 sees bwrap's init, the harness, the sample's fork of it and itself
+    (result,) = score(grader, cpp(program, [("1\n", "0 clean 40\n"), ("2\n", "4 clean 40\n")]))
     assert result.reward == 1.0, result.detail
     assert_clean(grader)
 

@@ -43,7 +43,7 @@ def test_a_clean_sandbox_is_reused(grader: CodeGrader) -> None:
 
 
 def test_files_and_daemons_are_gone(grader: CodeGrader) -> None:
-    run(grader, PROCESSES, "3\n")  # bwrap's init, the harness, this program
+    run(grader, PROCESSES, "4\n")  # bwrap's init, the harness, the sample's fork of it, this program
     writer = (
         "import os, time\nopen('answer', 'w').write('3')\nif os.fork() == 0:\n    os.setsid()\n"
         "    if os.fork() == 0:\n        while True:\n            time.sleep(0.01)\n    os._exit(0)\n"
@@ -52,7 +52,7 @@ def test_files_and_daemons_are_gone(grader: CodeGrader) -> None:
     run(grader, writer, "left\n")
     reused, _ = counts(grader)
     run(grader, "import os\nprint([n for n in os.listdir('.') if n != '.stdin'])\n", "[]\n")
-    run(grader, PROCESSES, "3\n")  # the daemon is gone
+    run(grader, PROCESSES, "4\n")  # the daemon is gone
     assert counts(grader)[0] == reused + 2
 
 
@@ -94,11 +94,22 @@ def test_ipc_objects_cannot_be_made(grader: CodeGrader) -> None:
     run(grader, program, "-1 -1 -1\n")
 
 
-def test_function_tests_never_reuse(grader: CodeGrader) -> None:
-    reused, fresh = counts(grader)
-    (result,) = score(grader, call("def f(x):\n    return x + 1\n", "f", [([1], 2)]))
+def test_function_tests_reuse_a_fresh_fork(grader: CodeGrader) -> None:
+    """A function test's program runs in the sample's fork of the harness, never in the harness:
+    what it patches there (builtins, modules, a thread) is gone for the next sample's program."""
+    tamper = (
+        "import builtins, math, threading, time\n"
+        "builtins.abs = lambda x: 0\nmath.sqrt = lambda x: -1.0\n"
+        "threading.Thread(target=lambda: time.sleep(60), daemon=True).start()\n"
+        "def f(x):\n    return x + 1\n"
+    )
+    (result,) = score(grader, call(tamper, "f", [([1], 2)]))
     assert result.reward == 1.0, result.detail
-    assert counts(grader) == (reused, fresh)  # not even a stdio sandbox taken
+    reused, fresh = counts(grader)
+    probe = "import math\ndef f(x):\n    return [abs(-3), math.sqrt(x)]\n"
+    (result,) = score(grader, call(probe, "f", [([4], [3, 2.0])]))
+    assert result.reward == 1.0, result.detail
+    assert counts(grader) == (reused + 1, fresh)
     assert_clean(grader)
 
 

@@ -1,12 +1,13 @@
 """What runs inside the sandbox: loads the candidate, calls it, runs it on stdin, answers in frames.
 
-This file is sent verbatim to the sandbox's interpreter (`python -c`), so it is stdlib-only and
-keeps to Python 3.8 syntax. It is also imported by the trusted process for its value codec,
-which is the one place where values cross the boundary: only builtin types (None, bool, int,
-float, str, bytes, complex, list, tuple, set, frozenset, dict) travel, tagged so that a tuple
-comes back a tuple. Nothing here is trusted: the candidate shares this process (function
-tests) and can rewrite any reply; the trusted process never sends expected values in, so a
-forged reply can only report what the candidate could have returned anyway.
+This file's bytecode is loaded by the sandbox's interpreter from a read-only file bound into the
+sandbox (runner.py), so it is stdlib-only and keeps to Python 3.8 syntax. It is also imported by
+the trusted process for its value codec, which is the one place where values cross the boundary:
+only builtin types (None, bool, int, float, str, bytes, complex, list, tuple, set, frozenset,
+dict) travel, tagged so that a tuple comes back a tuple. Nothing here is trusted: the candidate
+shares this process (function tests) and can rewrite any reply; the trusted process never sends
+expected values in, so a forged reply can only report what the candidate could have returned
+anyway.
 
 Protocol: frames of a 4-byte big-endian length and a JSON object, on fd 0 (requests) and
 fd 1 (replies); the harness moves the candidate's own stdout to fd 2, which the trusted
@@ -17,6 +18,12 @@ process drains. Requests: {"op": "load", "source", "module", "prelude"}, {"op": 
 each run in a fresh child, answered by one frame per input as each finishes (`{"skipped": "budget"
 | "timeouts" | "dirty"}` for one not run).
 
+A reused sandbox serves each sample from a fork: {"op": "sample"} has this process (from then on
+a *zygote* that reads only control frames: sample, seal, reset, end, ping) fork a worker that
+reads and serves the sample's requests and exits at its "reset" or "end"; the zygote then cleans
+up and answers {"ended": true} (fork_sample). No request's data ever reaches the zygote's memory,
+which every later worker, and every Python run forked from one, starts from.
+
 A run's time limit is CPU time where the sandbox has a cpuacct cgroup (its `cpuacct.usage`,
 bound read-only into the sandbox, named by ARBITER_CPU_USAGE): the CPU every process of the
 sandbox used from the run's start to its end, its forks, daemons and unreaped children included,
@@ -24,14 +31,15 @@ so a run slowed by other samples is not timed out for their CPU use; a run also 
 limit (`wall_limit_s`, longer), which catches one that sleeps or blocks. Without cpuacct the
 time limit is wall-clock, as `wall_limit_s` is then ignored.
 
-The same file serves the other side of a function test, in a second sandbox that never holds
-the candidate: the *judge*. {"op": "judge", "helpers", "setup", "test", "candidates",
-"modules"} runs the label's code there (a HumanEval prompt's helpers, MBPP setup, a `check`
-function); {"op": "run", "code" | "check"} runs one test. Whenever that test calls one of the
-`candidates` names, the judge writes {"op": "call", ...} and reads the candidate's reply, which
-the trusted process relays unread between the two sandboxes; the test's verdict comes last as
-{"done": true, "passed", "reason", "message"}. So label code (from the request, like the
-program) runs sandboxed, and the candidate still shares no process with the comparisons.
+The same file serves the other side of a function test, in a second sandbox that never holds the
+candidate: the *judge*. {"op": "judge", "helpers", "setup", "test", "candidates", "modules"},
+sent to a sample's worker, runs the label's code there (a HumanEval prompt's helpers, MBPP
+setup, a `check` function); {"op": "run", "code" | "check"} runs one test. Whenever that test
+calls one of the `candidates` names, the judge writes {"op": "call", ...} and reads the
+candidate's reply, which the trusted process relays unread between the two sandboxes; the test's
+verdict comes last as {"done": true, "passed", "reason", "message"}. So label code (from the
+request, like the program) runs sandboxed, and the candidate still shares no process with the
+comparisons.
 """
 
 from __future__ import annotations
@@ -60,6 +68,13 @@ BINARY_NAME = ".prog"
 _NO_PROGRAM: dict[str, Any] = {"ok": False, "error": {"type": "ProtocolError", "message": "no program"}}
 _MFD_EXEC = 0x10  # memfd_create: executable even where vm.memfd_noexec defaults to no-exec
 _HEADER = struct.Struct(">I")
+# Bound now, before any program or label code runs: what they may rebind (os._exit, print...)
+# never changes how a harness process ends or reports.
+_EXIT = os._exit
+_STDERR = os.write
+# What a zygote (a harness that forked a sample's worker) reads itself: no sample's data.
+_CONTROL_OPS = ("sample", "seal", "reset", "end", "ping")
+_HARNESS = globals()
 
 
 class CodecError(ValueError):
@@ -349,6 +364,10 @@ def write_frame(fd: int, message: Any) -> None:
 # ---------------------------------------------------------------- candidate execution
 
 
+def _protocol_error(message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"type": "ProtocolError", "message": message}}
+
+
 def _describe(exc: BaseException) -> dict[str, str]:
     try:
         message = str(exc)
@@ -363,7 +382,8 @@ class Harness:
         self.ctl_out = ctl_out
         self.namespace: dict[str, Any] = {}
         self.compiled: Any = None
-        self.zygote = False
+        self.zygote = False  # it forked a sample's worker: it serves only control ops from then on
+        self.worker = False  # a sample's worker (forked from the zygote): serves that sample only
         self.clean = True
         self.undumpable = False
         self.sealed: Any = None  # what another process could change about this one, as sealed
@@ -371,13 +391,25 @@ class Harness:
 
     def serve(self) -> None:
         write_frame(self.ctl_out, {"ok": True, "ready": True})
+        self._serve()
+
+    def _serve(self) -> None:
+        """Answers requests until EOF (or, in a sample's worker, until the sample's end)."""
         while True:
             try:
                 request = read_frame(self.ctl_in)
             except EOFError:
                 return
             op = request.get("op")
-            if op == "load":
+            if op in ("reset", "end") and self.worker:
+                return  # the sample is over: the worker exits; its zygote cleans up and answers
+            if self.zygote and op not in _CONTROL_OPS:
+                self.clean = False  # a sample's data in the zygote itself: never forked again
+                write_frame(self.ctl_out, _protocol_error(f"op {op!r} outside a sample"))
+                continue
+            if op == "sample":
+                reply = self.fork_sample() if not self.worker else _protocol_error("a sample in a sample")
+            elif op == "load":
                 reply = self.load(
                     request["source"], request.get("module", "__solution__"), request.get("prelude")
                 )
@@ -389,7 +421,10 @@ class Harness:
                 self.stdio_batch(request)
                 continue  # it wrote its own frames
             elif op == "judge":
-                reply = self.judge_sample(request)
+                if not self.worker:  # label code never runs in a process that outlives its sample
+                    reply = _protocol_error("judge outside a sample")
+                else:
+                    _judge_child(self.ctl_in, self.ctl_out, request)  # never returns
             elif op == "ping":
                 reply = self.pong(request)
             elif op == "compile":
@@ -402,41 +437,73 @@ class Harness:
                 reply = fetch_files(request.get("names"), int(request.get("max_bytes", 0)))
             elif op == "seal":
                 reply = self.seal()
-            elif op == "reset":
+            elif op in ("reset", "end"):
                 reply = self.reset()
             else:
                 reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}"}}
             write_frame(self.ctl_out, reply)
 
-    def judge_sample(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Judges one sample in a forked child; then leaves the sandbox as it was for the next one.
+    def fork_sample(self) -> dict[str, Any]:
+        """Serves one sample in a forked worker; then leaves the sandbox as it was for the next one.
 
-        This process (a judge sandbox's zygote) never runs label code: the child does, answering
-        the "judge" request and every "run" until "end". After it, every other process of the
-        sandbox is killed and the work dir emptied, so one label's code leaves nothing for the
-        next sample's (a fresh fork of a pristine zygote).
+        This process (the zygote) reads only control frames (`_CONTROL_OPS`), never a sample's
+        data: the worker reads the sample's requests (its program, inputs, files, label code),
+        runs them (a Python run is a fork of the worker, so it inherits only its own sample's
+        data and the zygote's, which holds nothing of any request), and exits at the sample's
+        `reset` or `end`. Then every other process of the sandbox is killed, the work dir
+        emptied, and this process checks that nothing changed it (its nice value, scheduling,
+        CPUs, rlimits, noted before its first worker); the worker's exit status says whether its
+        runs left it untouched. It answers `{"ended": true}` (a run could write that too: the
+        trusted side only believes a pong, proven_clean).
         """
         if not self.zygote:
-            _preimport()
-            self.undumpable = _undumpable()
+            _preimport()  # loaded once, shared by every worker (test code's usual imports)
+            if not self.undumpable:
+                _oom_adjust(None)  # its fd opened while it can be (spawned runs take 1000 from it)
+                self.undumpable = _undumpable()
+            if self.sealed is None:
+                self.sealed = _attributes()
+            if not _SEALED:
+                _SEALED.append(True)
             self.zygote = True
         pid = os.fork()
         if pid == 0:
-            _judge_child(self.ctl_in, self.ctl_out, request)
+            self._work()
+        status = -1
         try:  # noqa: SIM105 - contextlib would cost start-up time
-            os.waitpid(pid, 0)
+            _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             pass
         _kill_others(pid)
         _reap()
-        self.clean = _wipe(".")
-        return {"ended": True}  # a child could write this too: the trusted side only reads pongs
+        wiped = _wipe(".")
+        self.clean = self.clean and status == 0 and wiped and _attributes() == self.sealed
+        return {"ended": True}
+
+    def _work(self) -> None:
+        """The worker's life: its own oom_score_adj fd, undumpable again, the sample's requests;
+        exit status 0 only if no run tampered with it and its work dir could always be emptied."""
+        code = 3
+        try:
+            self.worker, self.zygote = True, False
+            _SPARED.append(os.getppid())
+            _dumpable_again()  # its /proc files are root's while undumpable: its own oom fd first
+            if _OOM_ADJ:
+                os.close(_OOM_ADJ[0])  # the zygote's file: a write there would set the zygote's
+                del _OOM_ADJ[:]
+            _oom_adjust(None)
+            self.undumpable = _undumpable()
+            self.clean = self.undumpable
+            self._serve()
+            code = 0 if self.clean else 3
+        finally:
+            _EXIT(code)
 
     def seal(self) -> dict[str, Any]:
         """Before a reusable sandbox's first program: this process becomes undumpable (its runs'
         processes, same uid, cannot open its /proc/pid/mem or fds) and notes what they could still
         change about it (nice, scheduling, affinity, rlimits), for `reset` to compare."""
-        if not self.zygote:
+        if not self.zygote and self.sealed is None:
             _oom_adjust(None)  # its fd opened while it can be: spawned runs take 1000 from it
             self.undumpable = _undumpable()
             self.sealed = _attributes()
@@ -720,7 +787,7 @@ class Harness:
         if executable is None:
             pid = os.fork()
             if pid == 0:
-                close = (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1], *_CPU_USAGE)
+                close = (self.ctl_in, self.ctl_out, out_r, err_r, *_OOM_ADJ[:1], *_CPU_USAGE, *_WORK_DIR[:1])
                 _child_main(compiled, out_w, err_w, close)
         elif request.get("run"):  # an interpreter's argv (languages.py): the program as fd 3
             fd = executable if type(executable) is int else -1
@@ -958,9 +1025,24 @@ def _not_started(out_r: int, err_r: int, errno: int) -> dict[str, Any]:
     }
 
 
-def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -> None:
-    """A Python run's process: the program `compiled` as __main__, in a fork of this process."""
-    code = 121
+def _child_main(
+    compiled: Any,
+    out_w: int,
+    err_w: int,
+    close: tuple[int, ...],
+    _exit: Any = _EXIT,
+    _stderr: Any = _STDERR,
+) -> None:
+    """A Python run's process: the program `compiled` as __main__, in a fork of this process.
+
+    After the program it does what the interpreter would at its end (waits for its non-daemon
+    threads, flushes its streams, reports an uncaught exception through `sys.excepthook`) and
+    exits through `_exit`, bound when this function was defined: a program may rebind `os._exit`,
+    `sys.exit`, `exit` or `print` (SandboxFusion's anti-cheat header does) without reaching this
+    process's way out, which never returns into the harness. Tracebacks start at the program's
+    own frames.
+    """
+    status = 121
     try:
         for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork leaks into this run
             try:  # noqa: SIM105 - contextlib would cost start-up time
@@ -993,29 +1075,55 @@ def _child_main(compiled: Any, out_w: int, err_w: int, close: tuple[int, ...]) -
         sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
         sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
         namespace = {"__name__": "__main__", "__builtins__": builtins, "__file__": "solution.py"}
-        code = 0
+        status = _run_main(compiled, namespace)
+    finally:
+        _exit(status)
+
+
+def _run_main(compiled: Any, namespace: dict[str, Any], _stderr: Any = _STDERR) -> int:
+    """Runs the program; its exit status (0-255), as the interpreter's end would make it."""
+    status = 0
+    try:
         try:
             exec(compiled, namespace)
-        except SystemExit as exc:
-            if exc.code is None:
-                code = 0
-            elif isinstance(exc.code, int):
-                code = exc.code
-            else:
-                print(exc.code, file=sys.stderr)
-                code = 1
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-            code = 1
+        finally:
+            threading = sys.modules.get("threading")  # the interpreter waits for non-daemon threads
+            if threading is not None:
+                threading._shutdown()
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException as exc:
+        status = 1
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            trace = exc.__traceback__
+            while trace is not None and trace.tb_frame.f_globals is _HARNESS:
+                trace = trace.tb_next  # the program's own frames only
+            sys.excepthook(type(exc), exc.with_traceback(trace), trace)
         except BaseException:
-            code = code or 120
-    finally:
-        os._exit(code & 0xFF)
+            _stderr(2, b"uncaught exception\n")
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        status = status or 120
+    return status
+
+
+def _exit_status(exc: BaseException) -> int:
+    """SystemExit's status as the interpreter makes it: None 0, an int its low byte, else 1 (printed)."""
+    code = exc.args[0] if len(exc.args) == 1 else (exc.args or None)
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        try:
+            return int.__and__(int.__index__(code), 0xFF)
+        except BaseException:
+            return 1
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        sys.stderr.write(str(code) + "\n")
+    except BaseException:
+        pass
+    return 1
 
 
 _CONTINUED = [0]  # SIGCONTs this process got: a run stopped it and let it go on
@@ -1182,12 +1290,44 @@ def _kill_others(group: int) -> None:
         except OSError:
             pass
         return
+    if _SPARED:  # a sample's worker: everything but its zygote (kill(-1) would take that too)
+        _kill_all_but(_SPARED[0])
+        return
     for _ in range(3):
         try:
             os.kill(-1, _signal.SIGKILL)
         except ProcessLookupError:
             return
         except OSError:
+            return
+
+
+_SPARED: list[int] = []  # in a sample's worker: its zygote's pid
+
+
+def _kill_all_but(spared: int) -> None:
+    """SIGKILLs every live process of the sandbox's pid namespace but this one, `spared` and its
+    init, round after round until a round finds none (a process that forked while a round listed
+    them leaves a child for the next; the pids limit bounds them)."""
+    me = os.getpid()
+    for _ in range(1000):
+        found = False
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid in (me, spared, 1):
+                continue
+            try:
+                with open("/proc/" + name + "/stat", "rb") as handle:
+                    stat = handle.read()
+                if stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] in (b"Z", b"X"):
+                    continue  # a zombie: dead already, its parent (or init) reaps it
+                os.kill(pid, _signal.SIGKILL)
+                found = True
+            except (OSError, ValueError):
+                pass
+        if not found:
             return
 
 
@@ -1365,7 +1505,7 @@ def _undumpable() -> bool:
         return False
 
 
-def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:
+def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any], _exit: Any = _EXIT) -> None:
     code = 0
     try:
         os.setpgid(0, 0)
@@ -1388,7 +1528,7 @@ def _judge_child(ctl_in: int, ctl_out: int, request: dict[str, Any]) -> None:
     except BaseException:
         code = 1
     finally:
-        os._exit(code)
+        _exit(code)
 
 
 def _attributes() -> Any:
@@ -1415,7 +1555,7 @@ def _wipe(directory: str) -> bool:
     source, the modes it names: unreadable, for the rest of the sample and, in a reused sandbox,
     for every later sample (a compile error in the compile cache for a correct program).
     """
-    clean = _no_acls(directory)
+    clean = _restore_mode(directory) and _no_acls(directory)
     stack = [(directory, False)]
     while stack:
         path, emptied = stack.pop()
@@ -1446,7 +1586,25 @@ def _wipe(directory: str) -> bool:
                     os.unlink(entry.path)
             except OSError:
                 clean = False
-    return clean
+    return _restore_mode(directory) and clean
+
+
+_WORK_DIR: list[int] = []  # an fd of the work dir and its mode, taken when the harness started
+
+
+def _restore_mode(directory: str) -> bool:
+    """The work dir's mode back to what it was at start, through an fd (a `chmod 000 .` makes the
+    name "." itself unusable): a run's `chmod 700 /tmp`, a lost sticky bit or a set-gid bit is
+    not left for the next sample; False if it cannot be set back."""
+    if not _WORK_DIR or directory != ".":
+        return True
+    fd, mode = _WORK_DIR
+    try:
+        if os.fstat(fd).st_mode & 0o7777 != mode:
+            os.fchmod(fd, mode)
+    except OSError:
+        return False
+    return True
 
 
 _ACLS = ("system.posix_acl_default", "system.posix_acl_access")
@@ -1502,6 +1660,8 @@ def main() -> None:
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     _signal.signal(_signal.SIGCONT, _on_continue)  # counts continues after a stop (_supervise)
     _open_cpu_usage()
+    work = os.open(".", os.O_RDONLY | os.O_DIRECTORY)  # close-on-exec; a Python run's fork closes it
+    _WORK_DIR.extend((work, os.fstat(work).st_mode & 0o7777))
     Harness(ctl_in, ctl_out).serve()
 
 

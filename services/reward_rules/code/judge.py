@@ -9,10 +9,13 @@ time under the GIL nor memory. Only the judge's small verdict frame is decoded h
 
 A judge sandbox serves one sample at a time, each in a fresh fork of its zygote (not dumpable:
 its forks cannot write its memory), which kills every other process and empties the work dir
-after the sample (harness.py). It is handed to the next sample only once its cgroup holds
-nothing but the zygote and the zygote answered a fresh nonce (so no process of the sample is
-left to answer for it); after any failure (timeout, death, a broken protocol) it is discarded.
-That saves a sandbox launch per sample: half the cost of a test.
+after the sample (harness.py). The zygote never reads a sample's frames (the label's code, the
+checker's input, output and expected answer): the `sample` frame has it fork first, and the fork
+reads them, so nothing of one sample is in the memory the next sample's fork starts from. It is
+handed to the next sample only once its cgroup holds nothing but the zygote and the zygote
+answered a fresh nonce (so no process of the sample is left to answer for it); after any
+failure (timeout, death, a broken protocol) it is discarded. That saves a sandbox launch per
+sample: half the cost of a test.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Sandbox, SandboxError, parse_frame, proven_clean
+from services.reward_rules.code.sandbox import (
+    SAMPLE_OP,
+    Sandbox,
+    SandboxError,
+    parse_frame,
+    proven_clean,
+)
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -111,18 +120,22 @@ class Judge:
         self.baseline = 0
         self._oom_before = 0
 
-    def _start(self) -> Sandbox:
+    def _start(self, deadline: float) -> Sandbox:
+        """A judge (idle, else fresh) whose zygote forked this sample's process (SAMPLE_OP)."""
         idle = self.pool.acquire(self.memory_bytes)
         if idle is not None:
             self.uses, self.baseline = idle.uses, idle.baseline
             self._oom_before = idle.sandbox.oom_kills()
-            return idle.sandbox
-        sandbox = start_sandbox(
-            lambda: self.pool.fresh(self.memory_bytes), self.pool.discard, "judge sandbox"
-        )
-        self.uses = 0
-        self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
-        self._oom_before = sandbox.oom_kills()
+            sandbox = idle.sandbox
+        else:
+            sandbox = start_sandbox(
+                lambda: self.pool.fresh(self.memory_bytes), self.pool.discard, "judge sandbox"
+            )
+            self.uses = 0
+            self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
+            self._oom_before = sandbox.oom_kills()
+        self.sandbox = sandbox
+        sandbox.send_raw(SAMPLE_OP, deadline)
         return sandbox
 
     def close(self, healthy: bool = True) -> None:
@@ -149,7 +162,7 @@ class Judge:
         """Runs one test (`{"op": "run", ...}`) against the loaded program by `deadline`."""
         try:
             if self.sandbox is None:
-                self.sandbox = self._start()
+                self._start(deadline)
                 loaded = self._exchange(self.load_message, candidate, deadline)
                 if loaded.get("ended") is not None:  # the sample's process ended (os._exit in setup)
                     return self._judge_failed(SandboxError("died", "the test code exited"))

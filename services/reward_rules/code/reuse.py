@@ -1,25 +1,26 @@
-"""Candidate sandboxes reused across samples, for stdio runs only, each proven clean first.
+"""Candidate sandboxes reused across samples, each sample in a fresh fork, each sandbox proven clean.
 
-A fresh sandbox costs ~40 ms of CPU from launch to removal; a C++ test run ~1.5 ms. So samples
-of stdio tests (C++ binaries, Python scripts), C++ checker programs and `/run_code` calls reuse
-sandboxes the way judges are reused: the harness itself never runs the candidate's code there
-(every run is a fresh child process: a spawn of the binary, or a fork that runs the script), so
-after a sample only the harness has to be shown untouched (between the tests of one sample the
-harness itself kills every other process and empties the work dir: harness.stdio_batch):
+A fresh sandbox costs ~40 ms of CPU from launch to removal; a C++ test run ~1.5 ms, a HumanEval
+sample's calls about as much. So samples (stdio tests, function tests, C++ checker programs,
+`/run_code` calls) reuse sandboxes the way judges are reused:
 
-- sealed before the sandbox's first program: the harness is undumpable (a run's processes, the
-  same uid, cannot open its /proc/pid/mem or fds; ptrace is refused by the seccomp filter) and
-  notes what they could still change on it from outside (nice, scheduling policy, CPUs,
-  rlimits);
-- after the sample (`reset`): every other process killed, the work dir emptied, the program
-  forgotten, those attributes compared; then the service waits until the sandbox's cgroup holds
-  only the processes it held when it started, sends a fresh nonce, and drops every frame before
-  the matching pong (frames a run wrote ahead cannot answer for the next sample). SysV and POSIX
-  IPC objects, which would outlive their processes, cannot be created (seccomp).
+- sealed before its first sample: the harness is undumpable (a run's processes, the same uid,
+  cannot open its /proc/pid/mem or fds; ptrace is refused by the seccomp filter) and notes what
+  they could still change on it from outside (nice, scheduling policy, CPUs, rlimits);
+- each sample is served by a fork of that harness (`SAMPLE_OP`): the fork reads the sample's
+  frames (its program, inputs, files, a checker's expected answers) and runs its code, so the
+  harness (the zygote) never holds any request's data, and a Python run (a fork of the fork)
+  starts from memory that holds nothing of an earlier request;
+- after the sample (`reset`): the fork exits, every other process is killed, the work dir
+  emptied (its mode set back), the zygote's attributes compared; then the service waits until
+  the sandbox's cgroup holds only the processes it held when sealed, sends a fresh nonce, and
+  drops every frame before the matching pong (frames a run wrote ahead cannot answer for the
+  next sample). SysV and POSIX IPC objects and keyrings, which would outlive their processes,
+  cannot be made (seccomp).
 
-A sandbox where anything else happened (a load or call into the harness, a failure, a memory
-kill, a reset that is not clean or not in time) is killed as before; each serves at most
-`MAX_USES` samples.
+A sandbox where anything else happened (a run that tampered with the fork or the zygote, a
+failure, a memory kill, a reset that is not clean or not in time) is killed as before; each
+serves at most `MAX_USES` samples.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 from services.reward_rules.code.backends.base import SandboxLike
 from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Sandbox, SandboxError, proven_clean
+from services.reward_rules.code.sandbox import SAMPLE_OP, Sandbox, SandboxError, proven_clean
 
 MAX_USES = 64
 RESET_TIMEOUT_S = 2.0
@@ -42,6 +43,15 @@ class _State:
     baseline: int  # processes in its cgroups with only the harness running
     uses: int
     oom_before: int
+
+
+def _begin(sandbox: Sandbox) -> bool:
+    """Has the sealed harness fork the process that serves the next sample (no reply)."""
+    try:
+        sandbox.send_raw(SAMPLE_OP, time.monotonic() + SEAL_TIMEOUT_S)
+    except SandboxError:
+        return False
+    return True
 
 
 class ReusedSandboxes:
@@ -58,12 +68,18 @@ class ReusedSandboxes:
         self.fresh = 0
 
     def acquire(self, memory_bytes: int) -> Sandbox:
-        with self._lock:
-            idle = self._idle.pop() if self._idle else None
-        if idle is not None:
+        """A sandbox whose harness forked this sample's process (fresh ones: sealed first)."""
+        while True:
+            with self._lock:
+                idle = self._idle.pop() if self._idle else None
+            if idle is None:
+                break
             sandbox, state = idle
             self.pool.set_memory_limit(sandbox, memory_bytes)
             state.oom_before = sandbox.oom_kills()
+            if not _begin(sandbox):
+                self.pool.release(sandbox)
+                continue
             with self._lock:
                 self._out[id(sandbox)] = state
                 self.reused += 1
@@ -81,21 +97,22 @@ class ReusedSandboxes:
             return sandbox  # the session's own start reports it
         if reply.get("sealed") is True:
             state = _State(len(sandbox.cgroup.pids_in()), 0, sandbox.oom_kills())
-            with self._lock:
-                self._out[id(sandbox)] = state
+            if _begin(sandbox):
+                with self._lock:
+                    self._out[id(sandbox)] = state
         return sandbox
 
     def set_memory_limit(self, sandbox: SandboxLike, memory_bytes: int) -> None:
         self.pool.set_memory_limit(sandbox, memory_bytes)
 
     def release(self, sandbox: SandboxLike) -> None:
-        """A sandbox not to be reused (something other than stdio runs happened in it)."""
+        """A sandbox not to be reused (its sample failed it, or stopped reading mid-batch)."""
         with self._lock:
             self._out.pop(id(sandbox), None)
         self.pool.release(sandbox)
 
     def give_back(self, sandbox: Sandbox) -> None:
-        """A sandbox that served only stdio runs: reset and kept if proven clean, else killed."""
+        """A sandbox whose sample ended: reset and kept if proven clean, else killed."""
         with self._lock:
             state = self._out.pop(id(sandbox), None)
         if state is None or self._closed or state.uses + 1 >= MAX_USES or not self._reset(sandbox, state):

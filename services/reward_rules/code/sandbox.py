@@ -72,6 +72,10 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+# Has a reused sandbox's harness (the zygote) fork the process that serves one sample: the fork
+# reads the sample's frames, the zygote never does (harness.fork_sample). Answered at the sample's
+# end (its `reset` or `end`), by the zygote, once the fork has exited and been cleaned up after.
+SAMPLE_OP = b'{"op":"sample"}'
 CPU_OVER = "over the CPU time limit"
 CPU_POLL_S = 0.02  # how often a function test's CPU time is read while it waits for a reply
 CPU_USAGE_PATH = "/run/cpu_usage"  # in the sandbox: its cgroup's cpuacct.usage, read-only

@@ -90,13 +90,15 @@ class TimeRule:
 WALL_CLOCK = TimeRule()  # time limits on the wall clock (no CPU accounting)
 
 
-STDIO_OPS = frozenset(
-    {"stdio", "stdio_batch", "compile", "binary"}
-)  # ops after which a sandbox may be reused
 _SMALL_REPLY = 64 << 10  # a load reply: ok or an exception's type and message
 START_TIMEOUT_S = 30.0  # a sandbox normally starts in ~50 ms; this only bounds a sick machine
 SUPERVISION_SLACK_S = 1.0  # past its limit, the harness gets this long to report before the kill
 
+
+# A reused sandbox's zygote answers this once the process serving the sample (where a function
+# test's program runs) has died (harness.fork_sample): for the session, the sandbox died.
+ENDED_FRAME = b'{"ended":true}'
+_SAMPLE_ENDED = SandboxError("died", "the program exited")
 
 S = TypeVar("S", bound=SandboxLike)
 
@@ -147,7 +149,7 @@ class Session:
         self.binary: bytes | None = None  # a compiled program, installed in every fresh sandbox
         self.run_argv: list[str] = []  # how a run starts `binary` (languages.run_command); []: exec it
         self._installed: SandboxLike | None = None  # the sandbox that holds `binary`
-        self.reusable = False  # only stdio runs so far in this sandbox: another sample may reuse it
+        self.reusable = False  # nothing failed in this sandbox: another sample may reuse it (reuse.py)
 
     # -------------------------------------------------------------- lifecycle
 
@@ -230,17 +232,18 @@ class Session:
     ) -> dict[str, Any]:
         sandbox = self._start()
         watched = message.get("op") in ("load", "call")
-        if message.get("op") not in STDIO_OPS:
-            self.reusable = False  # the candidate's code runs in the harness itself
         try:
             if watched:
                 self._watch_cpu(sandbox)
-            return sandbox.request(message, deadline, max_reply)
+            reply = sandbox.request(message, deadline, max_reply)
         except SandboxError as exc:
             raise self._fail(sandbox, exc) from None
         finally:
             if watched:
                 self._unwatch_cpu(sandbox)
+        if reply.get("ended") is True:  # the sample's process died: its zygote said so
+            raise self._fail(sandbox, _SAMPLE_ENDED)
+        return reply
 
     # -------------------------------------------------------------- CPU time of function tests
 
@@ -320,14 +323,16 @@ class Session:
         if self.sandbox is None:
             raise self.failure or InfrastructureError("call before prepare()")
         sandbox = self.sandbox
-        self.reusable = False
         try:
             self._watch_cpu(sandbox)
-            return sandbox.request_raw(body, deadline, max_reply)
+            reply = sandbox.request_raw(body, deadline, max_reply)
         except SandboxError as exc:
             raise self._fail(sandbox, exc) from None
         finally:
             self._unwatch_cpu(sandbox)
+        if reply == ENDED_FRAME:  # the sample's process died: its zygote said so
+            raise self._fail(sandbox, _SAMPLE_ENDED)
+        return reply
 
     # -------------------------------------------------------------- stdio tests
 
@@ -457,6 +462,10 @@ class Session:
                     finished = True
                     return
                 last = time.monotonic()
+                if reply.get("ended") is True:  # the sample's process died (a run killed it)
+                    yield self._fail(sandbox, _SAMPLE_ENDED)
+                    finished = True
+                    return
                 skipped = reply.get("skipped")
                 if skipped == "dirty":  # a run left what the harness could not remove, or tampered with it
                     self._drop(sandbox, CandidateFailure(CRASH, "left the sandbox unfit for another run"))
