@@ -159,3 +159,59 @@ async def test_closing_sentence(math_grader: MathGrader, label: str, response: s
 )
 async def test_signs(math_grader: MathGrader, label: str, response: str, expected: float) -> None:
     assert await _score(math_grader, label, response) == expected
+
+
+# -- 6: hedging is never paid -------------------------------------------------------------------
+_CASES_LISTED = (
+    "Depending on the case there are no solutions, exactly one solution, exactly two solutions, "
+    "infinitely many solutions, or no such number."
+)
+_WORD_REFERENCES = [
+    "no solutions",
+    "exactly one solution",
+    "exactly two solutions",
+    "infinitely many solutions",
+    "no such number",
+    "\\text{no solution}",
+    "0",
+    "1",
+    "2",
+]
+_HEDGES = [
+    _CASES_LISTED,
+    "So the system has either no solutions or infinitely many solutions.",
+    "The answer is 4, 5, 6, 0, 1, 2, yes, no solution.",
+    "It could be 1, 2, or 0, depending on the case.",
+    "The answer is either 1 or 2.",
+    "The answer is 1. Hmm, or maybe 2.",
+    "So the answer is $\\boxed{1}$ or $\\boxed{2}$.",
+    "$\\boxed{1}$ (or equivalently $\\boxed{2}$)",
+    "Possible answers: $\\boxed{0}$, $\\boxed{2}$.",
+]
+
+
+@pytest.mark.parametrize("hedge", _HEDGES)
+async def test_hedges_are_paid_under_no_reference(math_grader: MathGrader, hedge: str) -> None:
+    samples = [Sample(response="We study each case.\n" + hedge, label=label) for label in _WORD_REFERENCES]
+    paid = [s.label for s, r in zip(samples, await math_grader.score(samples), strict=True) if r.score]
+    assert paid == []
+
+
+@pytest.mark.parametrize(
+    ("label", "response", "expected"),
+    [
+        # One stated answer beside each hedge is still paid.
+        ("infinitely many solutions", "In every case, there are infinitely many solutions.", 1.0),
+        ("2", "So the answer is $\\boxed{2}$.", 1.0),
+        ("2", "So the answer is $\\boxed{1}$. Wait, that's wrong: recomputing gives $\\boxed{2}$.", 1.0),
+        ("(2, 3)", "Hence $\\boxed{x=2}$ and $\\boxed{y=3}$.", 1.0),  # one box per unknown
+        # A list reference answered by that list is not a hedge.
+        ("1, 2", "The solutions are $x = 1$ or $x = 2$.", 1.0),
+        ("1, 2", "The answer is either 1 or 2.", 1.0),
+        ("x < -2 \\text{ or } x > 3", "The answer is $x<-2 \\text{ or } x>3$.", 1.0),
+    ],
+)
+async def test_single_answers_beside_hedges(
+    math_grader: MathGrader, label: str, response: str, expected: float
+) -> None:
+    assert await _score(math_grader, label, response) == expected

@@ -173,6 +173,16 @@ def grade(label: str, response: str, options: GradeOptions | None = None, prompt
     extraction = extract_answer(response)
     if extraction is None:
         return MathVerdict("no_answer", "no final answer found in the response")
+    if _list_size(reference) == 1 and extraction.source.endswith("boxed"):
+        offered = _boxes_offered(response)
+        if len(offered) > 1:
+            return MathVerdict(
+                "incorrect",
+                f"several final boxes {_short(', '.join(offered))!r}: a hedge",
+                extracted=True,
+                boxed=True,
+                prediction=", ".join(offered),
+            )
     extra: list[str] = []
     items = _list_size(reference)
     if items > 1 and extraction.source.endswith("boxed"):
@@ -316,6 +326,37 @@ def _states_value(response: str, extraction: Extraction) -> bool:
     if where < 0 or len(sentence) - where - len(extraction.text) > 12:
         return False
     return _STATES.search(sentence[:where]) is not None
+
+
+# Between two boxes, words that take the first one back: the second is a correction.
+_RETRACTED = re.compile(
+    r"\b(?:wait|actually|no\b|nope|oops|mistake|wrong|incorrect|correction|instead|recheck|re-check|redo"
+    r"|recompute|recalculate|error|sorry|not\s+right|let\s+me|correct\w*)\b",
+    re.I,
+)
+
+
+def _boxes_offered(response: str) -> list[str]:
+    """Different values boxed close together at the end, none taken back: a hedge.
+
+    "\\boxed{5} (or equivalently \\boxed{6})" offers two answers; "\\boxed{5}. Wait, that's
+    wrong ... \\boxed{6}" corrects the first. Boxes of one value (restated) are one answer.
+    """
+    text = visible_text(response)[-600:]
+    spans = [m for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    if len(spans) < 2:
+        return []
+    boxes = [box for box in all_boxed(text) if clean_answer(box)]
+    if len(boxes) < 2:
+        return []
+    names = [re.match(r"\s*([a-zA-Z](?:_\{?\w+\}?)?)\s*=", box) for box in boxes[-2:]]
+    if all(names) and len({n.group(1) for n in names if n}) == len(names):
+        return []  # `\\boxed{x=2}` and `\\boxed{y=3}`: one answer, one box per unknown
+    last_two_gap = text[spans[-2].end() : spans[-1].start()]
+    if _RETRACTED.search(last_two_gap) is not None:
+        return []
+    keys = list(dict.fromkeys(canonical_key(clean_answer(box)) for box in boxes[-2:]))
+    return boxes[-2:] if len(keys) > 1 else []
 
 
 # "(a)", "part (b)", "Part 2", "b)": answers to the parts of one problem, in their order.

@@ -185,6 +185,15 @@ _CORRECTION = re.compile(
 )
 
 
+# A second value offered after the answer: "..., or maybe 6", "Alternatively, it could be 6".
+_SECOND_GUESS = re.compile(
+    r"(?:\bor\s+(?:maybe|perhaps|possibly|probably|else)|\balternatively|\bor\s+it\s+(?:could|might|may)\s+be"
+    r"|\bit\s+(?:could|might|may)\s+also\s+be)[\s,:]*(?:it\s+(?:is|could\s+be)\s+)?"
+    r"\$?(-?\d+(?:\.\d+)?(?:/\d+)?)\$?",
+    re.I,
+)
+
+
 def _after_anchor(segment: str) -> str:
     """The answer announced right after "the answer is": a math span or the clause."""
     segment = _FILLER.sub("", segment.lstrip(" *:}"))  # `\\textbf{Answer:} 5`
@@ -235,7 +244,14 @@ def anchored(text: str, raw: bool = False) -> str | None:
     answer = re.sub(r"^#{2,}\s*", "", answer) if answer else answer  # "the answer is #### 12"
     if not answer:
         return None
-    return answer if raw else sentence_value(answer)
+    if raw:
+        return answer
+    value = sentence_value(answer)
+    second = _SECOND_GUESS.search(text, last.end(), last.end() + 300)
+    if second is not None and second.group(1) != value:
+        # "The answer is 5. Hmm, or maybe 6.": both values offered, a list (a hedge).
+        return f"{value}, {second.group(1)}"
+    return value
 
 
 def extract_answer(response: str) -> Extraction | None:

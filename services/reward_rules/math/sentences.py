@@ -16,10 +16,12 @@ from collections import deque
 from collections.abc import Iterator
 
 __all__ = [
+    "HEDGE",
     "MATH_SPAN",
     "PROSE_WORD",
     "WORD_RUN",
     "closing_words",
+    "hedged",
     "last_match",
     "last_value",
     "leading_yes_no",
@@ -126,6 +128,9 @@ def sentence_value(clause: str) -> str:
     "after"... is a circumstance). A clause that is not prose comes back unchanged.
     """
     clause = clause.strip()
+    offered = _offered(clause)
+    if offered is not None:
+        return offered
     if not _is_sentence(clause):
         return stated_word(clause)
     # Copulas inside math spans belong to the math (`$x = 3$`): search outside them.
@@ -270,11 +275,25 @@ def last_value(tail: str) -> tuple[str, str] | None:
     bare = _bare_latex(answers[-1]) if answers else None
     if bare is not None:
         return bare, "last_math"
+    offered = _offered(answers[-1]) if answers else None
+    if offered is not None:
+        return offered, "last_number"
     picked = _pick_number(answers[-1]) if answers else None
     return (picked if picked is not None else number.group(0)), "last_number"
 
 
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+
+
+def _offered(sentence: str) -> str | None:
+    """ "It could be 5, 7, or 9, depending on the case." -> "5, 7, 9": the values a hedge offers.
+
+    As a list it is right only against that list, never against one of its values.
+    """
+    if not hedged(sentence):
+        return None
+    offered = list(dict.fromkeys(m.group(0).strip() for m in _NUMBER.finditer(sentence)))
+    return ", ".join(offered) if len(offered) >= 2 else None
 
 
 def _bare_latex(sentence: str) -> str | None:
@@ -332,6 +351,8 @@ def number_word(tail: str) -> str | None:
         found = last_match(_NUMBER_WORD.finditer(tail, start, end))
         if found is None:
             continue
+        if hedged(tail[start:end]) and len(_NUMBER_WORD.findall(tail, start, end)) > 1:
+            return None  # "no solutions, one solution, or two solutions": several counts offered
         if found.group("small"):
             return str(_WORD_VALUES[found.group("small").lower()])
         value = _TENS_VALUES[found.group("tens").lower()]
@@ -378,6 +399,22 @@ def leading_yes_no(tail: str) -> str | None:
     return None
 
 
+# Words that offer alternatives instead of stating one answer.
+HEDGE = re.compile(
+    r"\b(?:either|or|depending|depends|whether|might|may|could|possibly|perhaps|maybe|otherwise|unless"
+    r"|ou|o|oder|或|或者)\b",
+    re.I,
+)
+
+
+_TEXT_COMMAND = re.compile(r"\\(?:text|mbox|textrm|mathrm)\s*\{[^{}]*\}")
+
+
+def hedged(sentence: str) -> bool:
+    """Whether a sentence offers alternatives in its words (`$x<1 \\text{ or } x>7$` does not)."""
+    return HEDGE.search(_TEXT_COMMAND.sub(" ", MATH_SPAN.sub(" ", sentence))) is not None
+
+
 def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
@@ -400,6 +437,10 @@ def states_phrase(tail: str, phrase: str) -> bool:
         ),
         "",
     )
+    if hedged(sentence) or sentence.count(",") >= 2:
+        # "either no solutions or infinitely many", "4, 5, x^2, yes, no solution": several
+        # answers offered, none stated.
+        return False  # "either no solutions or infinitely many": several answers, none stated
     words = [_stem(w) for w in re.findall(r"[a-z]+", sentence.lower())[:200]]
     for start, word in enumerate(words):
         if word != wanted[0] or (start and words[start - 1] in ("not", "no", "never")):

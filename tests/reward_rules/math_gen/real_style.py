@@ -349,7 +349,9 @@ def _hedges(rng: random.Random, index: int) -> Iterator[RealCase]:
         f"It could be {other}, {value.reference}, or {int(other) + 5}, depending on the case.",
         f"$\\boxed{{{value.reference}}}$ \n\nHmm, or maybe $\\boxed{{{other}}}$.",
     ]
-    yield RealCase("", "hedge", f"Problem {index}.", value.reference, f"{body}\n{rng.choice(hedges)}", False)
+    hedge = rng.choice(hedges)
+    yield RealCase("", "hedge", f"Problem {index}.", value.reference, f"{body}\n{hedge}", False)
+    yield RealCase("", "hedge", f"Problem {index}.", other, f"{body}\n{hedge}", False)  # under either value
     yield RealCase(
         "",
         "hedge",
