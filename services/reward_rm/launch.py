@@ -3,8 +3,11 @@
 An OpenRLHF RewardModel is not a class vLLM knows: `--hf-overrides` makes it the base
 model's `*ForSequenceClassification` with one label (its weights, `model.*` plus a
 `score.weight` head, are exactly that class's), and `--pooler-config` reads the last
-token with no activation, applying the checkpoint's mean/std when it normalizes. Tensor
-and pipeline parallelism pass through for the 70B recipe:
+token with no activation, applying the checkpoint's mean/std when it normalizes. A process
+reward model (Qwen2ForProcessRewardModel, a *ForTokenClassification) is served as its own
+class, pooling every token's logits with no activation: the adapter reads the step separators'
+positions (`/pooling`, task `token_classify`). Tensor and pipeline parallelism pass through for
+the 70B recipe:
 
     python -m services.reward_rm.launch /ckpt/rm-70b --tensor-parallel-size 8           # print
     python -m services.reward_rm.launch /ckpt/rm-70b --tensor-parallel-size 8 --start   # exec it
@@ -62,6 +65,8 @@ def sequence_classification_name(model_type: str) -> str:
 
 
 def pooler_config(checkpoint: CheckpointInfo, normalize: bool | None = None) -> dict[str, object]:
+    if checkpoint.kind == "prm":  # every token's logits; the adapter reads the separators itself
+        return {"pooling_type": "ALL", "use_activation": False}
     config: dict[str, object] = {"pooling_type": "LAST", "use_activation": False}
     if checkpoint.normalize_reward if normalize is None else normalize:
         config.update(logit_mean=checkpoint.mean, logit_sigma=checkpoint.std)

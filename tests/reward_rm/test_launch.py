@@ -12,7 +12,7 @@ import pytest
 
 from services.reward_rm.checkpoint import CheckpointError, read_checkpoint
 from services.reward_rm.launch import LaunchOptions, vllm_command
-from testkit.tiny_checkpoints import TinyCheckpoints
+from testkit.tiny_checkpoints import TinyCheckpoints, TinyPRMs
 
 
 def flag(command: list[str], name: str) -> str:
@@ -73,3 +73,11 @@ def test_the_printed_command_for_70b_tensor_parallel(tiny: TinyCheckpoints, tmp_
         [sys.executable, "-m", "services.reward_rm.launch", str(tmp_path)], capture_output=True, text=True
     )
     assert missing.returncode == 2 and "no config.json" in missing.stderr
+
+
+def test_a_process_reward_model_is_served_as_its_own_class_pooling_every_token(tiny_prm: TinyPRMs) -> None:
+    for path in (tiny_prm.qwen, tiny_prm.token_cls):
+        command = vllm_command(read_checkpoint(path))
+        assert "--hf-overrides" not in command
+        pooler = json.loads(command[command.index("--pooler-config") + 1])
+        assert pooler == {"pooling_type": "ALL", "use_activation": False}
