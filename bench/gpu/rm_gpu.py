@@ -229,7 +229,9 @@ def build_model(
     weight_map = {}
     for index, shard in enumerate(shards, start=1):
         file = f"model-{index:05d}-of-{len(shards):05d}.safetensors"
-        save_file(shard, str(path / file), metadata={"format": "pt"})
+        on_host = {name: tensor.to("cpu") for name, tensor in shard.items()}  # one shard in RAM at a time
+        save_file(on_host, str(path / file), metadata={"format": "pt"})
+        del on_host
         weight_map.update(dict.fromkeys(shard, file))
     total = sum(t.numel() * t.element_size() for t in state.values())
     index_json = {"metadata": {"total_size": total}, "weight_map": weight_map}
@@ -277,9 +279,19 @@ def make_queries(tokenizer: Any, profile: Profile, seed: int = 0) -> list[tuple[
 
 
 def bare_forward(
-    torch: Any, base: Any, head: Any, ids: list[list[int]], budget: int, max_batch: int, max_padding: float
+    torch: Any,
+    base: Any,
+    head: Any,
+    ids: list[list[int]],
+    budget: int,
+    max_batch: int,
+    max_padding: float,
+    masked: bool = False,
 ) -> dict[str, Any]:
-    """The limit: the same ids, the service's batching plan, one loop, no server; rewards too."""
+    """The limit: the same ids, the service's batching plan, one loop, no server; rewards too.
+
+    `masked`: with an attention mask, as before the service ran right-padded causal models
+    unmasked (what the fused causal kernels buy)."""
     from services.reward_rm.backends.batching import plan_batches
 
     device = next(base.parameters()).device
@@ -295,9 +307,15 @@ def bare_forward(
                 rows = torch.zeros((len(batch), width), dtype=torch.long)
                 for row, index in enumerate(batch):
                     rows[row, : lengths[index]] = torch.tensor(ids[index])
+                kwargs: dict[str, Any] = {"use_cache": False}
+                if masked:
+                    mask = (
+                        torch.arange(width)[None, :] < torch.tensor([lengths[i] for i in batch])[:, None]
+                    ).long()
+                    kwargs["attention_mask"] = mask.to(device)
                 if device.type == "cuda":
                     rows = rows.pin_memory().to(device, non_blocking=True)
-                hidden = base(input_ids=rows.to(device), use_cache=False).last_hidden_state
+                hidden = base(input_ids=rows.to(device), **kwargs).last_hidden_state
                 last = torch.tensor([lengths[i] - 1 for i in batch], device=device)
                 outs.append((batch, head(hidden[torch.arange(len(batch), device=device), last]).squeeze(-1)))
         return outs, _sync_clock(torch, device) - started
@@ -469,6 +487,12 @@ def main() -> int:
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (services, bare); 0: torch's")
     parser.add_argument(
+        "--compare-mask",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the bare forward with an attention mask (the service's old path)",
+    )
+    parser.add_argument(
         "--budget-s", type=float, default=0.0, help="wall seconds for the run; 0: the profile's"
     )
     args = parser.parse_args()
@@ -550,13 +574,25 @@ def main() -> int:
             )
             if device.type == "cuda":
                 bare["gpu_memory_peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB
+            rows = [("bare forward", bare["seconds"], bare)]
+            if depth == profile.layers and args.compare_mask:
+                masked = bare_forward(
+                    torch,
+                    base,
+                    head,
+                    ids,
+                    budget,
+                    defaults.max_forward_batch,
+                    defaults.max_padding,
+                    masked=True,
+                )
+                rows.append(("bare, masked", masked["seconds"], masked))
             del base, head
             if device.type == "cuda":
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats(device)
             flops = 2 * built.params_non_embedding
             label = f"{depth}L {built.params / 1e9:.1f}B" if device.type == "cuda" else f"{depth}L tiny"
-            rows = [("bare forward", bare["seconds"], bare)]
             finite = sum(1 for r in bare["rewards"] if r == r and abs(r) != float("inf"))
             print(
                 f"[rm-gpu] bare forward: {bare['tokens'] / bare['seconds']:.0f} tokens/s, "
@@ -589,7 +625,9 @@ def main() -> int:
                     "mfu": flops * rate / peak,
                     **{k: v for k, v in figures.items() if k not in ("rewards", "metrics")},
                 }
-                if name != "bare forward":
+                if name.startswith("bare"):
+                    phase["padding_share"] = 1 - figures["tokens"] / figures["padded_tokens"]
+                else:
                     phase["where"] = where_time_went(figures)
                     pairs_done = [
                         abs(a - b)
@@ -597,8 +635,6 @@ def main() -> int:
                         if a is not None
                     ]
                     phase["max_reward_diff_vs_bare"] = max(pairs_done) if pairs_done else None
-                else:
-                    phase["padding_share"] = 1 - bare["tokens"] / bare["padded_tokens"]
                 results["phases"].append(phase)
             shutil.rmtree(built.path, ignore_errors=True)  # room on the disk for the next one
     finally:
@@ -648,7 +684,7 @@ def report(results: dict[str, Any]) -> None:
                 f"|diff| {num(p.get('max_reward_diff_vs_bare'), '.3g')}"
             )
         elif "padding_share" in p:
-            print(f"{p['model']} bare forward: padding {p['padding_share'] * 100:.1f}% of computed tokens")
+            print(f"{p['model']} {p['phase']}: padding {p['padding_share'] * 100:.1f}% of computed tokens")
     for line in results["skipped"]:
         print(f"skipped: {line}")
     print(

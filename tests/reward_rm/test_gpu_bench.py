@@ -35,6 +35,7 @@ def test_dry_run_builds_serves_and_compares(tmp_path: Path) -> None:
     phases = [(p["model"], p["phase"]) for p in results["phases"]]
     assert phases == [
         ("2L tiny", "bare forward"),
+        ("2L tiny", "bare, masked"),
         ("2L tiny", "service"),
         ("2L tiny", "replicas x2"),
     ]
@@ -42,7 +43,7 @@ def test_dry_run_builds_serves_and_compares(tmp_path: Path) -> None:
     tokens = results["inputs"]["tokens"]
     for phase in results["phases"]:
         assert phase["tokens"] == tokens and phase["tokens_per_s"] > 0 and phase["mfu"] > 0
-        if phase["phase"] == "bare forward":
+        if phase["phase"].startswith("bare"):
             assert 0 <= phase["padding_share"] < 1
             continue
         assert phase["errors"] == 0 and phase["not_ok_status"] == 0
