@@ -215,3 +215,66 @@ async def test_single_answers_beside_hedges(
     math_grader: MathGrader, label: str, response: str, expected: float
 ) -> None:
     assert await _score(math_grader, label, response) == expected
+
+
+# -- 5: long chain-of-thought, and responses cut off ----------------------------------------------
+def _long_thinking(size: int, wrong: str) -> str:
+    step = (
+        "Let me reconsider the constraint: $a + b = 17$ and $ab = 60$, so the roots are 5 and 12. "
+        f"So the answer might be $\\boxed{{{wrong}}}$. Wait, that's wrong; the second case adds 4. "
+    )
+    return step * (size // len(step) + 1)
+
+
+@pytest.mark.parametrize("size", [5_000, 30_000, 100_000])
+@pytest.mark.parametrize("tags", [True, False])
+async def test_long_chain_of_thought_commits_to_its_final_answer(
+    math_grader: MathGrader, size: int, tags: bool
+) -> None:
+    thinking = _long_thinking(size, "21")
+    final = "So the final answer is $\\boxed{16}$. In words: sixteen."
+    response = f"<think>{thinking}</think>\n{final}" if tags else f"{thinking}\n\n{final}"
+    results = await math_grader.score(
+        [Sample(response=response, label="16"), Sample(response=response, label="21")]
+    )
+    assert [r.score for r in results] == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "<think>" + _long_thinking(20_000, "16") + " so the total is 16 and then",  # thinking never closed
+        _long_thinking(20_000, "7") + " The sum is 16 so far, and then",  # stops mid-sentence
+        _long_thinking(5_000, "7") + " Now we compute 16 +",
+        "Let me compute.\n```python\nprint(4 * 4)\n```\n```output\n16\n```\n",  # stops on a tool's output
+        "Let me compute.\n```python\nx = 16\nprint(x",  # inside an unclosed code block
+    ],
+)
+async def test_cut_off_responses_are_wrong_and_flagged(math_grader: MathGrader, response: str) -> None:
+    [result] = await math_grader.score([Sample(response=response, label="16")])
+    assert result.status == Status.OK and result.score == 0.0
+    assert result.logs["math/format_error"] == 1.0 and result.logs["math/undecided"] == 1.0
+
+
+_TOOL = "We compute with Python.\n```python\nprint(9 * 2)\n```\n```output\n18\n```\n"
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # Finished responses without an answer phrase still answer.
+        ("Janet has 16 - 3 - 4 = 9 eggs left, so she makes 9 * 2 = $18", 1.0),
+        (
+            _TOOL + "She makes 18 dollars.",
+            1.0,
+        ),
+        (
+            _TOOL + "The answer is $\\boxed{17}$.",
+            0.0,
+        ),
+    ],
+)
+async def test_finished_responses_are_not_cut_off(
+    math_grader: MathGrader, response: str, expected: float
+) -> None:
+    assert await _score(math_grader, "18", response) == expected

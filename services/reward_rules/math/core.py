@@ -173,6 +173,12 @@ def grade(label: str, response: str, options: GradeOptions | None = None, prompt
     extraction = extract_answer(response)
     if extraction is None:
         return MathVerdict("no_answer", "no final answer found in the response")
+    if (extraction.source.endswith(_GUESSED) or _retracted_box(extraction, response)) and _cut_off(
+        visible_text(response)
+    ):
+        # No answer phrase, box or block, and the text stops mid-sentence or on a tool's
+        # output: the model never committed to an answer, whatever numbers it wrote.
+        return MathVerdict("no_answer", "response cut off before it states a final answer", truncated=True)
     if _list_size(reference) == 1 and extraction.source.endswith("boxed"):
         offered = _boxes_offered(response)
         if len(offered) > 1:
@@ -309,6 +315,38 @@ def _grade_choice(
 
 
 _GUESSED = ("last_number", "last_math", "number_word")
+# How a text that was cut off ends: a connective, an operator, an open bracket or a comma.
+_DANGLING = re.compile(
+    r"(?:[,=+\-*/(\[{\\^_:]|\b(?:and|then|so|the|a|an|of|to|is|are|we|that|which|because|since|with|for|in"
+    r"|on|by|but|or|as|if|let|get|gives|be|will|this|it|its|from|into|than|when|where|while|now|next|thus"
+    r"|hence|therefore|equals|plus|minus|times))\s*$",
+    re.I,
+)
+_FENCE = re.compile(r"```")
+
+
+def _retracted_box(extraction: Extraction, response: str) -> bool:
+    """Whether the last box is taken back right after it ("\\boxed{7}. Wait, that's wrong")."""
+    if not extraction.source.endswith("boxed"):
+        return False
+    text = visible_text(response)
+    last = text.rfind("\\boxed")
+    after = last + len(extraction.text) + 8  # past `\\boxed{...}`: its content is not a retraction
+    return last >= 0 and _RETRACTED.search(text, after, after + 150) is not None
+
+
+def _cut_off(text: str) -> bool:
+    """Whether a response stops before committing: mid-sentence, or on a code/output block."""
+    stripped = text.rstrip()
+    if not stripped:
+        return False
+    if _DANGLING.search(stripped[-40:]) is not None:
+        return True
+    if stripped.endswith("```"):
+        return True  # the last thing written is a tool call or its output, not a conclusion
+    return len(_FENCE.findall(stripped[-20_000:])) % 2 == 1  # inside an unclosed code block
+
+
 _STATES = re.compile(r"(?:^|\s)(?:is|are|was|equals|be|gives|get)(?=\s|\$)|=", re.I)
 
 

@@ -38,6 +38,7 @@ LOG_KEYS = (
     "math/symbolic",
     "math/error",
     "math/undecided",
+    "math/truncated",
 )
 
 
@@ -168,6 +169,7 @@ class MathGrader(GraderBase):
             "math/error": float(status == Status.GRADER_ERROR),
             # Set only on verdicts (never on timeouts or errors): a verifier may take these over.
             "math/undecided": float(status == Status.OK and (outcome.undecided or verdict == "no_answer")),
+            "math/truncated": float(outcome.truncated),
         }
         return Result(
             reward=reward,

@@ -39,3 +39,4 @@ class MathVerdict:
     # Rules cannot decide this one (nothing extracted, a text answer rules cannot compare,
     # multiple choice with no letter): a model verifier may be asked (`math/undecided`).
     undecided: bool = False
+    truncated: bool = False  # the response stops before committing to an answer
