@@ -31,6 +31,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def group_of(row: InputRow, prompt_id: str) -> str | None:
+    """The row's prompt id as text (the gateway's `metadata.group_id`), or None without one."""
+    value = row.value.get(prompt_id) if isinstance(row.value, dict) else None
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
 def to_sample(row: InputRow, columns: ColumnMap) -> tuple[dict[str, Any], Sample | str]:
     """The record to write back, and the row's Sample or the reason it has none."""
     if row.error:
@@ -52,4 +60,7 @@ def to_sample(row: InputRow, columns: ColumnMap) -> tuple[dict[str, Any], Sample
     datasource = value.get(columns.datasource)
     if isinstance(datasource, str):
         metadata["datasource"] = datasource
+    group = group_of(row, columns.prompt_id) if columns.prompt_id else None
+    if group is not None:
+        metadata["group_id"] = group  # a group-aware recipe's group: the prompt's samples
     return value, Sample(prompt=prompt, response=response, label=label, metadata=metadata)

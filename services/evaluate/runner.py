@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -29,7 +29,7 @@ from rich.progress import (
 )
 
 from services.common.contract import GraderInfo, Sample
-from services.evaluate.columns import ColumnMap, to_sample
+from services.evaluate.columns import ColumnMap, group_of, to_sample
 from services.evaluate.manifest import (
     build_manifest,
     load_manifest_file,
@@ -85,6 +85,16 @@ async def score_rows(scorer: Scorer, rows: list[InputRow], columns: ColumnMap) -
     """The output records of `rows`, in order: each row as read plus its result."""
     parsed = [to_sample(row, columns) for row in rows]
     samples = [item for _, item in parsed if isinstance(item, Sample)]
+    sizes = Counter(s.metadata["group_id"] for s in samples if "group_id" in s.metadata)
+    if sizes:  # a group is whole in its chunk (`_chunks`): its terms are computed in this call
+        samples = [
+            s.model_copy(
+                update={"metadata": {**s.metadata, "group_size": str(sizes[s.metadata["group_id"]])}}
+            )
+            if "group_id" in s.metadata
+            else s
+            for s in samples
+        ]
     scored = iter(await scorer.score(samples))
     records = []
     for record, item in parsed:
@@ -93,8 +103,23 @@ async def score_rows(scorer: Scorer, rows: list[InputRow], columns: ColumnMap) -
     return records
 
 
-def _chunks(rows: Iterator[InputRow], size: int) -> Iterator[list[InputRow]]:
-    while chunk := list(islice(rows, size)):
+def _chunks(rows: Iterator[InputRow], size: int, prompt_id: str | None = None) -> Iterator[list[InputRow]]:
+    """Chunks of `size` rows; with a `prompt_id` column, a chunk also takes the rows that follow
+    with its last row's prompt id, so that a group of adjacent rows is scored in one call (the
+    gateway's group-aware recipes, docs/group-rewards.md)."""
+    held: InputRow | None = None
+    while True:
+        chunk = ([held] if held is not None else []) + list(islice(rows, size - (held is not None)))
+        held = None
+        if not chunk:
+            return
+        if prompt_id is not None:
+            last = group_of(chunk[-1], prompt_id)
+            for row in rows:
+                if last is None or group_of(row, prompt_id) != last:
+                    held = row
+                    break
+                chunk.append(row)
         yield chunk
 
 
@@ -211,7 +236,7 @@ async def run(
 
         try:
             rows = read_rows(plan.input_path, plan.input_format, start)
-            for chunk in _chunks(rows, max(1, plan.batch_size)):
+            for chunk in _chunks(rows, max(1, plan.batch_size), plan.columns.prompt_id):
                 in_flight.append(asyncio.ensure_future(score_chunk(chunk)))
                 if len(in_flight) >= max(1, plan.window):
                     write(await in_flight.popleft())
