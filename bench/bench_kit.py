@@ -75,8 +75,8 @@ class MLPReward:
     def forward(self, texts: Sequence[str]) -> list[float]:
         x = self.features(texts)
         for w in self.weights:
-            x = self.np.tanh(x @ w)  # type: ignore[operator]
-        return [float(v) for v in x @ self.head]  # type: ignore[operator]
+            x = self.np.tanh(x @ w)
+        return [float(v) for v in x @ self.head]
 
 
 def make_kit_grader(workload: str) -> object:

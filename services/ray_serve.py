@@ -75,7 +75,7 @@ def fit_workers_to_cpus(service: str, dump: SettingsDump, cpus: float) -> Settin
 def _assigned_cpus() -> float:
     import ray
 
-    resources = ray.get_runtime_context().get_assigned_resources()  # type: ignore[no-untyped-call]
+    resources = ray.get_runtime_context().get_assigned_resources()
     return float(resources.get("CPU", 0.0))
 
 
@@ -126,7 +126,7 @@ class HandleBackend:
         try:
             results: list[Result] = await asyncio.wait_for(response, timeout_s)
         except TimeoutError as exc:
-            response.cancel()  # type: ignore[no-untyped-call]
+            response.cancel()
             raise BackendError(f"{self.name}: no answer within {timeout_s:.1f}s") from exc
         except RayError as exc:
             raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
@@ -287,7 +287,7 @@ def start(
     if not ray.is_initialized():
         ray.init(address=address, runtime_env=runtime_env(), num_cpus=num_cpus)
     deployments = ["gateway", *services_for(settings, args.get("services") or ())]
-    cluster_cpus = float(ray.cluster_resources().get("CPU", 0.0))  # type: ignore[no-untyped-call]
+    cluster_cpus = float(ray.cluster_resources().get("CPU", 0.0))
     options = fit_to_cluster(application["options"], deployments, cluster_cpus)
     serve.start(http_options={"host": http_host, "port": http_port})
     serve.run(

@@ -39,8 +39,8 @@ async def test_token_required_everywhere_but_probes(monkeypatch: pytest.MonkeyPa
                     await anonymous.score([Sample(response="x")])
                 assert caught.value.code in ("401", "UNAUTHENTICATED")
             async with ArbiterClient(**target, token=TOKEN) as client:  # type: ignore[arg-type]
-                reply = await client.score([Sample(response="<think>a</think> b")])
-                assert reply.results[0].reward == 1.0
+                scored = await client.score([Sample(response="<think>a</think> b")])
+                assert scored.results[0].reward == 1.0
 
         async with grpc.aio.insecure_channel(s.grpc_target) as channel:  # gRPC health stays open
             health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())

@@ -62,7 +62,7 @@ async def test_body_over_limit_is_413_on_every_endpoint(small_server: GraderServ
             for _ in range(32):
                 yield b"x" * 4096
 
-        reply = await http.post("/get_reward", content=chunks())
+        reply = await http.post("/get_reward", content=chunks())  # type: ignore[no-untyped-call]
         assert reply.status_code == 413
         # The server is fine afterwards.
         ok = await http.post("/get_reward", json={"query": ["a"], "prompts": [""], "labels": [""]})
@@ -74,7 +74,7 @@ async def test_too_many_samples(small_server: GraderServer) -> None:
         reply = await http.post("/v1/score", json={"samples": [{"response": "r"}] * 9})
     assert reply.status_code == 413 and "max_samples_per_request" in _error_message(reply)
     async with grpc.aio.insecure_channel(small_server.grpc_target) as channel:
-        stub = pb_grpc.RewardServiceStub(channel)
+        stub = pb_grpc.RewardServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.Score(pb.ScoreRequest(samples=[pb.Sample(response="r")] * 9))
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_config_hash_follows_config() -> None:
 @pytest.mark.parametrize("loop", ["?! " * 30_000, "." * 200_000, "🙂" * 50_000, "=-" * 40_000])
 def test_symbol_loops_pay_the_overlong_and_repetition_penalties(loop: str) -> None:
     """Length and repetition are measured in tokens (words and each symbol), not `\\w+` words only."""
-    settings = {"max_length": 1000, "overlong_buffer": 200, "repetition_penalty": 1.0}
+    settings: dict[str, Any] = {"max_length": 1000, "overlong_buffer": 200, "repetition_penalty": 1.0}
     symbols, _, detail = grade("<think>x</think> " + loop, **settings)
     words, _, _ = grade("<think>x</think> " + "again " * 30_000, **settings)
     assert symbols == pytest.approx(words, abs=1e-3) and symbols == pytest.approx(-1.0, abs=1e-3), detail

@@ -53,7 +53,12 @@ def test_the_kit_imports_no_service() -> None:
 
 
 def test_the_trainer_adapters_import_no_server_machinery() -> None:
-    heavy = ("services.common.engine", "services.common.server", "services.common.http_app", "fastapi")
+    heavy: tuple[str, ...] = (
+        "services.common.engine",
+        "services.common.server",
+        "services.common.http_app",
+        "fastapi",
+    )
     heavy += tuple(f"services.{name}" for name in SERVICE_PACKAGES)
     assert offending(ROOT / "trainer", heavy) == []
 

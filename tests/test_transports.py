@@ -125,7 +125,7 @@ async def test_health_info_metrics_and_reflection(rules_server: GraderServer) ->
             yield reflection_pb2.ServerReflectionRequest(list_services="")
 
         names = []
-        async for reply in stub.ServerReflectionInfo(one_request()):
+        async for reply in stub.ServerReflectionInfo(one_request()):  # type: ignore[no-untyped-call]
             names = [s.name for s in reply.list_services_response.service]
     assert "arbiter.v1.RewardService" in names
 

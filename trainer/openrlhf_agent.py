@@ -56,7 +56,7 @@ from trainer.keys import UNREACHABLE_KEY, project
 from trainer.settings import AdapterSettings
 
 try:  # OpenRLHF's own base classes; absent only where the file is read without OpenRLHF (docs, lint)
-    from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor  # type: ignore[import-untyped]
+    from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 except ImportError:  # pragma: no cover
     AgentInstanceBase = MultiTurnAgentExecutor = object
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from verl.experimental.reward_loop.reward_manager.naive import (  # type: ignore[import-not-found]
+from verl.experimental.reward_loop.reward_manager.naive import (
     NaiveRewardManager,
 )
 

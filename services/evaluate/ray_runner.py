@@ -66,7 +66,7 @@ class RayScorer:
         self._ray = ray
         if not ray.is_initialized():
             ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
-        count = actors or max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+        count = actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
         remote: Any = ray.remote(num_cpus=1)(ShardScorer)
         self.actors: list[Any] = [remote.remote(grader_name, settings_json) for _ in range(count)]
         self.columns = columns

@@ -122,7 +122,7 @@ def _csv(path: Path) -> Iterator[InputRow]:
 
 def _parquet_file(path: Path) -> Any:
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("Parquet input needs pyarrow: pip install 'arbiter[eval]'") from exc
     return pq.ParquetFile(path)

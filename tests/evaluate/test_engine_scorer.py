@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from services.common.cache import NullCache
 from services.common.contract import Sample, Status
@@ -62,7 +63,7 @@ def test_emergence_computed_beside_the_grader_equals_the_engines_own() -> None:
         for i, r in enumerate(responses)
     ]
 
-    async def both() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         scorer = EngineScorer(
             ScoringEngine(rules_grader(), server_settings(), make_cache(settings.cache), settings.emergence),
             settings.emergence,

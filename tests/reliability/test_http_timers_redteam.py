@@ -12,6 +12,7 @@ import logging
 import socket
 import struct
 import time
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,12 @@ from services.common.server import GraderServer
 from tests.helpers import ScriptedGrader, rules_grader, server_settings
 from tests.reliability.test_http_limits import closed_within, served, served_alone, stopped
 
-SHORT = {"keep_alive_s": 0.3, "idle_timeout_s": 0.3, "header_timeout_s": 0.3, "body_timeout_s": 0.3}
+SHORT: dict[str, Any] = {
+    "keep_alive_s": 0.3,
+    "idle_timeout_s": 0.3,
+    "header_timeout_s": 0.3,
+    "body_timeout_s": 0.3,
+}
 BODY = b'{"query": ["<think>a</think> b"], "prompts": [""]}'
 HEAD = (
     b"POST /get_reward HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"

@@ -9,6 +9,7 @@ others are re-graded concurrently within their own deadlines.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from services.common.cache import MemoryCache
 from services.common.contract import NO_CACHE_KEY, GraderInfo, Result, Sample, Status
@@ -53,7 +54,7 @@ class _FallbackJudge:
         self.info = GraderInfo(name="judge", version="1", config_hash="x")
         self.log_keys = ("judge/score",)
 
-    async def score(self, samples: list[Sample]) -> list[Result]:
+    async def score(self, samples: Sequence[Sample]) -> list[Result]:
         self.calls += len(samples)
         if self.primary_up:
             return [Result(reward=0.9, score=1.0) for _ in samples]

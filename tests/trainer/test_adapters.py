@@ -189,7 +189,9 @@ async def test_verl_sends_the_prompt_its_rows_carry(monkeypatch: pytest.MonkeyPa
     assert prompt_of({"question": "2+3?", "split": "train"}) == "2+3?"
     assert prompt_of({"prompt": [{"role": "user", "content": "hi"}]}) == "hi"
     assert prompt_of(None) == ""
-    config = {"routes": [{"prompt_regex": "QUESTION", "recipe": "math"}, {"recipe": "format"}]}
+    config: dict[str, object] = {
+        "routes": [{"prompt_regex": "QUESTION", "recipe": "math"}, {"recipe": "format"}]
+    }
     config["recipes"] = {
         "math": {"components": {"math": {"grader": "math"}}},
         "format": {"components": {"format": {"grader": "format"}}},
