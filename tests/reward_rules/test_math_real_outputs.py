@@ -81,6 +81,17 @@ _INLINE = "Pick one: (A) 12 (B) 15 (C) 18 (D) 21"
         # Several letters stated: a hedge.
         ("B", "", "The answer is B or D.", 0.0),
         ("B", "", "$\\boxed{B}$ or $\\boxed{D}$", 0.0),
+        # More ways of stating a letter, each beside a wrong one.
+        ("B", "", "the answer is b", 1.0),
+        ("C", "", "the answer is b", 0.0),
+        ("B", "", "Answer: [B]", 1.0),
+        ("C", "", "Answer: [B]", 0.0),
+        ("B", "", "So, the correct answer is:\n\n**B. 52 days**", 1.0),
+        ("B", "", "Final Answer: The final answer is B. I hope it is correct.", 1.0),
+        ("A", "", "Final Answer: The final answer is B. I hope it is correct.", 0.0),
+        ("B", _OPTIONS, "Therefore, it takes 52 days.", 1.0),
+        ("D", _OPTIONS, "Therefore, it takes 52 days.", 0.0),
+        ("A", "", "The answer is a prime number, so we look again.", 0.0),  # the article, not A
         # A letter read out of an expression is not a choice.
         ("E", "", "The answer is $\\boxed{\\mathrm{E}*2}$.", 0.0),
         ("E", "", "The answer is $\\boxed{\\mathrm{E}}$.", 1.0),

@@ -54,10 +54,10 @@ def _is_pronoun(text: str, match: re.Match[str]) -> bool:
 # What states a final choice, wherever it stands: "Solution: Choice_B", "the correct option
 # is (B)", "I choose B", "option B is correct". Analysis ("Option D: 78 days - too far",
 # "Step 7: D. ... is not correct") names letters without stating them.
-_LETTER = r"\(?\s*([A-J])\s*\)?(?![\w(])"
+_LETTER = r"[(\[]?\s*([A-J])\s*[)\]]?(?![\w(])"
 _LETTER_LIST = (
-    r"\(?\s*([A-J])\s*\)?(?![\w(])"
-    r"((?:\s*(?:,|/|\bor\b|\band\b|&)\s*(?:(?:option|choice)\s+)?\(?\s*[A-J]\s*\)?(?![\w(]))*)"
+    r"[(\[]?\s*([A-J])\s*[)\]]?(?![\w(])"
+    r"((?:\s*(?:,|/|\bor\b|\band\b|&)\s*(?:(?:option|choice)\s+)?[(\[]?\s*[A-J]\s*[)\]]?(?![\w(]))*)"
 )
 _STATEMENTS = (
     re.compile(r"\bChoice_([A-J])\b()"),
@@ -100,7 +100,7 @@ _HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|suppose|assume|assuming|check|checking|test)\s*(?:that\s+)?$", re.I
 )
 # A closing line that is only a letter: "**B**", "(B)", "B.", "B. 12 meters", "Answer: **C**".
-_LETTER_LINE = re.compile(r"^[\s*#>]*\(?\s*([A-J])\s*\)?(?:[.:)]\s*(?:\S.{0,100})?|\s*\**)?\s*$")
+_LETTER_LINE = re.compile(r"^[\s*#>]*[(\[]?\s*([A-J])\s*[)\]]?(?:[.:)]\s*(?:\S.{0,100})?|\s*\**)?\s*$")
 _NONE_OF = re.compile(
     r"\bnone\s+of\s+(?:the\s+)?(?:above|choices|options|answers|answer\s+choices|these)\b", re.I
 )
@@ -150,9 +150,10 @@ def _stated(text: str) -> tuple[list[str], str] | None:
     if anchor is not None and (best is None or anchor.end() >= best[0] - 1):
         clause = _UNWRAP.sub(r"\1", text[anchor.end() : anchor.end() + 200]).replace("**", " ")
         clause = re.sub(r"^[\s:=]*(?:\$\s*)?(?:\\boxed\{)?\s*(?:option|choice)?\s*", "", clause, flags=re.I)
-        lower = re.match(r"\(([a-j])\)(?=$|[\s.,;:$}])", clause)  # "(b)": a letter, not a variable
+        # "(b)", "b.": a letter, not a variable or the article "a" ("the answer is a prime").
+        lower = re.match(r"\(([a-j])\)(?=$|[\s.,;:$}])|([a-j])\s*(?:[.,;:!)](?![a-z])|$)", clause)
         if lower is not None:
-            return [lower.group(1).upper()], "answer_phrase"
+            return [(lower.group(1) or lower.group(2)).upper()], "answer_phrase"
         listed = re.match(_LETTER_LIST + r"(?=$|[\s.,;:$}!)]|[^\x00-\x7f])", clause)
         if listed is not None and not _is_pronoun(clause, listed):
             letters = _letters(listed)

@@ -347,7 +347,11 @@ def _cut_off(text: str) -> bool:
     return len(_FENCE.findall(stripped[-20_000:])) % 2 == 1  # inside an unclosed code block
 
 
-_STATES = re.compile(r"(?:^|\s)(?:is|are|was|equals|be|gives|get)(?=\s|\$)|=", re.I)
+_STATES = re.compile(
+    r"(?:^|\s)(?:is|are|was|were|equals|be|gives|get|gets|takes|took|costs|needs|has|have|had|makes|totals"
+    r"|remains?|comes\s+to|answers?)(?=\s|\$)|=",
+    re.I,
+)
 
 
 def _states_value(response: str, extraction: Extraction) -> bool:
