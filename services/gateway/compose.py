@@ -113,7 +113,7 @@ class CompiledRecipe:
             return Result(reward=0.0, score=0.0, status=Status.GRADER_ERROR, detail=str(exc), logs=logs)
         if self.spec.clip is not None:
             reward = min(max(reward, self.spec.clip[0]), self.spec.clip[1])
-        scored = results[self.score_from]
+        scored = results.get(self.score_from)  # None: a conditional component that was skipped
         ok = isinstance(scored, Result) and scored.status is Status.OK
         score = scored.score if ok and isinstance(scored, Result) else 0.0
         prediction = scored.prediction if ok and isinstance(scored, Result) else ""

@@ -243,3 +243,31 @@ def test_the_formula_names_the_decided_component_not_the_decider() -> None:
     data = RECIPE.model_dump(mode="json", exclude_none=True)
     with pytest.raises(ValueError, match="name 'correct'"):
         RecipeSpec.model_validate({**data, "formula": "verifier"})
+
+
+def test_a_skipped_component_counts_as_its_otherwise_value() -> None:
+    """A conditional bonus that does not decide: asked only of answers the rules found right."""
+    recipe = RecipeSpec.model_validate(
+        {
+            "components": {
+                "correct": {"grader": "math"},
+                "style": {
+                    "grader": "judge",
+                    "when": [{"component": "correct", "log": "math/correct", "at_least": 1}],
+                    "otherwise": -0.5,
+                },
+            },
+            "formula": "correct + 0.1*style",
+            "score": "style",
+        }
+    )
+    compiled = CompiledRecipe("bonus", recipe)
+    wrong = Result(reward=0.0, score=0.0, status=Status.OK, logs={"math/correct": 0.0})
+    skipped = compiled.compose({"correct": wrong}, ())
+    assert skipped.reward == pytest.approx(-0.05) and skipped.score == 0.0
+    assert skipped.logs["component/style/called"] == 0.0 and skipped.logs["component/style"] == -0.5
+    right = Result(reward=1.0, score=1.0, status=Status.OK, logs={"math/correct": 1.0})
+    styled = Result(reward=0.5, score=1.0, status=Status.OK)
+    asked = compiled.compose({"correct": right, "style": styled}, ())
+    assert asked.reward == pytest.approx(1.05) and asked.logs["component/style/called"] == 1.0
+    assert "decided by" not in asked.detail
