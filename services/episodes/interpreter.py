@@ -86,6 +86,7 @@ class ReplSession:
     history: list[str] = field(default_factory=list)
     sandbox: Sandbox | None = None
     busy: bool = False
+    preparing: asyncio.Task[None] | None = None  # an interpreter started ahead of the first cell
     closed: bool = False
     cpu_s: float = 0.0
     replays: int = 0  # interpreters rebuilt from the history after a reclaim
@@ -175,8 +176,31 @@ class InterpreterPool:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, function, *args)  # type: ignore[arg-type]
 
+    def prestart(self, session: ReplSession) -> None:
+        """Starts the session's interpreter now, while the policy writes its first turn, when a
+        slot is free (never by reclaiming another's): the first cell then finds it running."""
+        if session.sandbox is not None or session.preparing is not None or self._closed:
+            return
+        if len(self._live) >= self.capacity:
+            return
+
+        async def prepare() -> None:
+            session.busy = True
+            try:
+                await self._ensure(session, self.settings.python_tool.cell_time_limit_s)
+            except Exception:  # the first cell starts one itself, and reports what fails
+                log.warning("episode interpreter: prestart failed", exc_info=True)
+            finally:
+                session.busy = False
+                self._freed.set()
+
+        session.preparing = asyncio.ensure_future(prepare())
+
     async def run(self, session: ReplSession, code: str, limit_s: float, max_output: int) -> CellResult:
         """Runs `code` in the session's interpreter, starting (and replaying) one when it has none."""
+        if session.preparing is not None:
+            preparing, session.preparing = session.preparing, None
+            await asyncio.shield(preparing)
         if session.busy:
             raise RuntimeError("a session runs one cell at a time")
         session.busy = True
@@ -248,6 +272,9 @@ class InterpreterPool:
 
     async def close_session(self, session: ReplSession) -> None:
         session.closed = True
+        if session.preparing is not None:
+            preparing, session.preparing = session.preparing, None
+            await asyncio.shield(preparing)
         await self._drop(session)
 
     def close(self) -> None:

@@ -32,6 +32,11 @@ class PythonToolSettings(BaseModel):
         default="<output>\n{output}\n</output>\n", description="{output} is replaced by the tool's output"
     )
     max_turns: int = Field(default=8, ge=1, description="actions per episode; the last one is graded")
+    prestart: bool = Field(
+        default=True,
+        description="start an episode's interpreter when it starts (while the policy writes its first "
+        "turn), where max_live_interpreters leaves a free slot; false: on its first tool call",
+    )
     max_tool_calls: int = Field(default=16, ge=1, description="code blocks run per episode")
     cell_time_limit_s: float = Field(
         default=5.0, gt=0, description="per cell: CPU time where cgroups count it (wall: 3x + 1 s), else wall"

@@ -118,7 +118,8 @@ async def test_reclaimed_interpreters_replay_their_cells() -> None:
 async def test_thousands_of_idle_episodes_are_cheap_and_bounded() -> None:
     # Through the manager itself: the HTTP path of a start is covered above, and 3,000 requests
     # on a shared CI machine would test its load, not the bound.
-    async with served(episode_settings(max_episodes=3000)) as (server, client):
+    settings = episode_settings(max_episodes=3000, python_tool={"prestart": False})
+    async with served(settings) as (server, client):
         manager = extension(server).manager
 
         def start(n: int) -> EpisodeStartRequest:

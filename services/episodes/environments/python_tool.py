@@ -34,6 +34,8 @@ class PythonToolEnvironment:
         self.actions: list[str] = []
 
     async def reset(self) -> str:
+        if self.options.prestart and self.context.interpreters is not None:
+            self.context.interpreters().prestart(self.session)
         return self.request.prompt
 
     async def step(self, action: str) -> StepOutcome:
@@ -130,7 +132,8 @@ class PythonToolEnvironment:
         )
 
     async def close(self) -> None:
+        session = self.session
         if self.context.interpreters is not None and (
-            self.session.sandbox is not None or self.session.history
+            session.sandbox or session.history or session.preparing
         ):
             await self.context.interpreters().close_session(self.session)
