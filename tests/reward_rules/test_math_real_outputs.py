@@ -149,6 +149,8 @@ async def test_answer_blocks(math_grader: MathGrader, label: str, response: str,
         ("3", _WORK + "So 40 apples are left after 3 days.", 0.0),
         ("5", _WORK + "2 apples plus 3 apples is 5 apples.", 1.0),  # a stated sum, not a count first
         ("12", "12 apples and 3 bananas", 0.0),  # several counts: no one answer
+        ("25", "He counts again. 10 minutes later, he had 25 marbles.", 1.0),  # an introductory phrase
+        ("10", "He counts again. 10 minutes later, he had 25 marbles.", 0.0),
     ],
 )
 async def test_closing_sentence(math_grader: MathGrader, label: str, response: str, expected: float) -> None:

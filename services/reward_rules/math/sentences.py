@@ -209,6 +209,7 @@ _LEADING_COUNT = re.compile(
     r"|was|were|equals|from|into|per|squared|cubed)\b)[a-zA-Z]{2,}",
     re.I,
 )
+_INTRODUCTORY = re.compile(r"[^,.;:]{0,30},|\s*(?:later|ago|earlier|after|before|from\s+now)\b", re.I)
 _COORDINATED = re.compile(r"[a-zA-Z\s]{0,20}?(?:\band\b|\bor\b|\bplus\b|,)\s*\$?-?\d")
 _COPULA_THEN_VALUE = re.compile(
     r"(?:^|\s)(?:is|are|was|were|equals|equal\s+to|makes|gives)\s+\$?-?\d|=", re.I
@@ -223,6 +224,8 @@ def _pick_number(sentence: str) -> str | None:
         and _COPULA_THEN_VALUE.search(sentence) is None
         # "12 apples and 3 bananas": several counts side by side state no one answer.
         and _COORDINATED.match(sentence, leading.end()) is None
+        # "10 minutes later, he had 25 marbles.": an introductory phrase, not the subject.
+        and _INTRODUCTORY.match(sentence, leading.end()) is None
     ):
         return leading.group(1)
     found = _candidates(sentence)
