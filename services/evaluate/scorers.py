@@ -73,7 +73,7 @@ class EngineScorer:
             await self._emergence.stop()
 
     async def score(self, samples: Sequence[Sample]) -> list[Result]:
-        parts = [samples[i : i + self._batch] for i in range(0, len(samples), self._batch)]
+        parts = _parts(samples, self._batch)
         scored = await asyncio.gather(*(self._score_batch(part) for part in parts))
         return [result for part in scored for result in part]
 
@@ -95,6 +95,23 @@ class EngineScorer:
 
     def invalid(self, detail: str) -> Result:
         return self.engine.finish_fallback(None, Status.INVALID_INPUT, detail)
+
+
+def _parts(samples: Sequence[Sample], size: int) -> list[Sequence[Sample]]:
+    """Batches of `size` samples, never cutting a run of one `group_id` (`--prompt-id-key`): a
+    group-aware recipe gets the whole group in one call instead of holding half of it while the
+    other half waits for a batch slot."""
+    parts: list[Sequence[Sample]] = []
+    start = 0
+    for index in range(1, len(samples) + 1):
+        group = samples[index - 1].metadata.get("group_id")
+        at_end = index == len(samples)
+        if at_end or (
+            index - start >= size and (group is None or samples[index].metadata.get("group_id") != group)
+        ):
+            parts.append(samples[start:index])
+            start = index
+    return parts
 
 
 def client_for(url: str, timeout_s: float = 120.0) -> ArbiterClient:

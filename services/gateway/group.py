@@ -193,6 +193,7 @@ class GroupTable:
         now = time.monotonic()
         self._sweep(now)
         joined: list[tuple[int, _Group, _Member]] = []
+        whole: list[_Group] = []
         for key, indices in by_key.items():
             plan = plans[indices[0]]
             assert plan is not None
@@ -204,6 +205,7 @@ class GroupTable:
                     group.members.append(member)
                     joined.append((index, group, member))
                 self._start(group)
+                whole.append(group)
                 continue
             for index in indices:
                 found = self._join(plan, samples[index], results[index], now)
@@ -213,6 +215,11 @@ class GroupTable:
                     joined.append((index, *found))
         try:
             await self._wait_for(joined, hold_until)
+            # A group whole in this call waits for nobody: its terms are awaited past the hold
+            # (bounded by the graders' own deadlines when it asks them for votes or verdicts).
+            computing = [g.final for g in whole if g.final is not None and not g.final.done()]
+            if computing:
+                await asyncio.wait(computing)
         except asyncio.CancelledError:
             for _, _, member in joined:
                 member.waiters -= 1  # the client left: a retry of the sample takes its place back
