@@ -68,11 +68,12 @@ class Episode:
 
 @dataclass(frozen=True)
 class Remembered:
-    """A closed episode: how it ended, its steps (for retries) and its final answer."""
+    """A closed episode: how it ended, its last step (a retry of it) and its final answer. Only
+    the last step: the one a caller may still be retrying, in bounded memory per closed id."""
 
     reason: str  # "finished" or "expired"
-    start_digest: bytes
-    steps: list[tuple[bytes, EpisodeStepResponse]]
+    last_turn: list[tuple[bytes, EpisodeStepResponse]]  # as Episode.steps, the last one only
+    first_turn: int
     finish: EpisodeFinishResponse
 
 
@@ -193,7 +194,10 @@ class EpisodeManager:
         if episode is None:
             known = self.closed.get(request.episode_id)
             if known is not None:
-                stored = self._stored(known.steps, request)
+                stored = None
+                if request.turn == known.first_turn and known.last_turn:
+                    renamed = request.model_copy(update={"turn": 0})
+                    stored = self._stored(known.last_turn, renamed)
                 if isinstance(stored, EpisodeStepResponse):
                     return stored
             status = (
@@ -295,7 +299,7 @@ class EpisodeManager:
         except Exception:
             log.exception("episode %r: freeing its environment failed", episode_id)
         self._remember(
-            episode_id, Remembered(reason, self._start_digest(episode.request), episode.steps, answer)
+            episode_id, Remembered(reason, episode.steps[-1:], max(len(episode.steps) - 1, 0), answer)
         )
         return answer
 

@@ -63,7 +63,7 @@ class EpisodeSettings(BaseModel):
     idle_ttl_s: float = Field(default=600.0, gt=0, description="an episode untouched this long expires")
     max_lifetime_s: float = Field(default=3600.0, gt=0, description="an episode older than this expires")
     remembered: int = Field(
-        default=16384, ge=0, description="finished or expired episodes whose last answer is kept for retries"
+        default=4096, ge=0, description="finished or expired episodes whose last answers are kept for retries"
     )
     max_live_interpreters: int = Field(
         default=64,
