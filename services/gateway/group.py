@@ -361,7 +361,7 @@ class GroupTable:
             agree = [bool(vote.answer) and p == vote.answer for p in predictions]
         wins = [0.5] * len(members)
         if spec.pairwise_grader is not None:
-            wins = await self._win_rates(spec.pairwise_grader, members)
+            wins = await self._win_rates(spec.pairwise_grader, spec.pairwise_rubric, members)
         views = [
             Member(len(m.sample.response), ok, p, group_terms.fingerprint(m.sample.response))
             for m, ok, p in zip(members, correct, predictions, strict=True)
@@ -446,14 +446,14 @@ class GroupTable:
             agree[index] = result is not None and result.score >= group_terms.PASS
         return agree
 
-    async def _win_rates(self, grader: str, members: Sequence[_Member]) -> list[float]:
+    async def _win_rates(self, grader: str, rubric: str, members: Sequence[_Member]) -> list[float]:
         """Each member's win rate: the pairwise rubric (both orders) on every pair of the group."""
         pairs = [(i, j) for i in range(len(members)) for j in range(i + 1, len(members))]
         asked = [
             Sample(
                 prompt=members[i].sample.prompt,
                 response=members[i].sample.response,
-                metadata={"baseline": members[j].sample.response},
+                metadata={"rubric": rubric, "baseline": members[j].sample.response},
             )
             for i, j in pairs
         ]

@@ -41,7 +41,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "pairwise": {
         "components": {"format": {"grader": "format", "value": "score"}},
         "formula": "0.5",
-        "group": {"formula": "group.win_rate", "pairwise_grader": "pairwise"},
+        "group": {"formula": "group.win_rate", "pairwise_grader": "judge", "pairwise_rubric": "pairwise"},
     },
     # Correctness as usual, the group's statistics in extra_logs (group/accuracy, all_correct, ...).
     "group_stats": {

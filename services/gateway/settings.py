@@ -100,7 +100,10 @@ class GroupSpec(_Config):
         "boxed final answers; the math grader otherwise reads a whole response as its answer)",
     )
     pairwise_grader: str | None = Field(
-        default=None, description="a pairwise judge rubric (pairwise) for group.win_rate"
+        default=None, description="the judge that compares members for group.win_rate (judge)"
+    )
+    pairwise_rubric: str = Field(
+        default="pairwise", description="its rubric: both presentation orders, a win rate in [0, 1]"
     )
 
 
