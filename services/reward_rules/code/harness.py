@@ -585,7 +585,8 @@ class Harness:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         if request.get("command"):
-            argv = [str(part) for part in request["command"]]
+            here = os.getcwd()  # the work dir: /tmp in the sandbox, a temp dir in unsafe mode
+            argv = [str(part).replace("{cwd}", here) for part in request["command"]]
         else:
             argv = [str(part) for part in request["argv"]] + ["-o", BINARY_NAME, SOURCE_NAME]
         limit = float(request["time_limit_s"])

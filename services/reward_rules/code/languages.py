@@ -17,9 +17,10 @@ sandbox binds /usr and not /etc/alternatives, so /usr/bin/java (a link through
 /etc/alternatives) must be named by what it points to. A tool missing from the host makes the
 language's samples a GRADER_ERROR naming the package to install, never the program's verdict.
 
-Templates: `{name}` parts are filled in (`{go}`: the tool `go`'s real path; `{source}`, `{output}`,
-`{main}`: Java's class; `{heap_mb}`, `{memory_mb}`: from the run's memory limit); the one part
-`{cxx_flags}` stands for the configured C++ flags (a list). `{program}` in a run is the program.
+Templates: `{name}` parts are filled in (`{go}`: the tool `go`'s real path; `{source}`,
+`{output}`, `{main}`: Java's class; `{heap_mb}`, `{memory_mb}`: from the run's memory limit;
+`{cwd}`: the sandbox's work dir, left for the harness); the one part `{cxx_flags}` stands for the
+configured C++ flags (a list). `{program}` in a run is the program.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class Toolchain:
 # (nothing of one request's build is left for the next); no network, no cgo, no modules.
 _GO_ENV = (
     "/usr/bin/env",
-    "GOCACHE=/tmp/.gocache",
-    "GOPATH=/tmp/.gopath",
+    "GOCACHE={cwd}/.gocache",
+    "GOPATH={cwd}/.gopath",
     "GO111MODULE=off",
     "GOPROXY=off",
     "GOFLAGS=",
@@ -254,6 +255,7 @@ def _values(chain: Toolchain, source: str, memory_bytes: int, cxx: str = "") -> 
         "heap_mb": str(heap_mb(memory_bytes)),
         "memory_mb": str(memory_bytes >> 20),
         "cxx": cxx,
+        "cwd": "{cwd}",  # the work dir, filled in by the harness (unsafe mode's is not /tmp)
     }
     for tool in chain.tools:
         values[tool] = tool_path(tool) or tool

@@ -32,7 +32,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-HEADERS = ("bits/stdc++.h",)  # the include that competitive-programming sources start with
+HEADERS = ("bits/stdc++.h", "iostream")  # the includes competitive-programming sources start with
 BUILD_TIMEOUT_S = 600.0
 _READY = ".ready"
 
