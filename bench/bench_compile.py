@@ -131,7 +131,8 @@ def compiler_alone(sources: list[str], ours: list[str], rounds: int) -> None:
     ratios = []
     with tempfile.TemporaryDirectory() as work:
         for round_ in range(rounds):
-            today, arbiter = [], []
+            today: list[float] = []
+            arbiter: list[float] = []
             for index, text in enumerate(sources):
                 path = Path(work) / f"s{round_}_{index}.cpp"
                 path.write_text(text + f"// round {round_}\n")
