@@ -175,3 +175,24 @@ async def test_samples_of_no_group_recipe_are_not_held(gateway: GraderServer) ->
         data = await get_reward(http, "Q", "\\boxed{42}", "42")
     assert data["rewards"] == [1.0]
     assert data["extra_logs"]["group/grouped"] == [0.0] and data["extra_logs"]["group/incomplete"] == [0.0]
+
+
+async def test_waiting_samples_are_bounded_and_forgotten() -> None:
+    """Beyond `group_max_waiting` a sample is answered at once, incomplete; groups that never
+    complete are forgotten after `group_keep_s`, so the table does not grow with them."""
+    settings = gateway_settings(group_hold_s=0.3, group_max_waiting=3, group_keep_s=0.5)
+    async with (
+        catalog.make_server("gateway", settings) as server,
+        httpx.AsyncClient(base_url=server.http_url, timeout=30) as http,
+    ):
+        groups = server.engine.groups  # type: ignore[attr-defined]
+        case = ref.generate(random.Random(5), 8, "bounded")
+        replies = await asyncio.gather(
+            *(get_reward(http, case.prompt, r, ref.label("kimi_length", 8)) for r in case.responses[:6])
+        )
+        assert all(d["extra_logs"]["group/incomplete"] == [1.0] for d in replies)
+        assert groups.waiting == 3
+        await asyncio.sleep(0.6)  # past group_keep_s: the next arrival sweeps the stale group away
+        other = ref.generate(random.Random(6), 8, "next")
+        await get_reward(http, other.prompt, other.responses[0], ref.label("kimi_length", 8))
+        assert groups.waiting == 1 and len(groups.open) == 1
