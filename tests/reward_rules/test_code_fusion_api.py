@@ -15,9 +15,10 @@ from services.settings import ArbiterSettings
 
 
 def verl_body(
-    code: str, language: str = "python", stdin: str | None = "", timeout: int = 5
+    code: str, language: str = "python", stdin: str | None = "", timeout: int = 20
 ) -> dict[str, Any]:
-    """What verl.utils.reward_score.sandbox_fusion.utils.call_sandbox_api posts."""
+    """What verl.utils.reward_score.sandbox_fusion.utils.call_sandbox_api posts (its limits are
+    wall-clock: room for a program that should finish on a loaded machine)."""
     return {
         "compile_timeout": timeout,
         "run_timeout": timeout,
