@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,15 @@ import pytest
 from services.common.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.fusion_api import FusionRunner, RunCodeRequest
-from services.reward_rules.code.native import cache_key, resource_failure
+from services.reward_rules.code.native import (
+    CompileCache,
+    NativeBuild,
+    cache_key,
+    prepare_binary,
+    resource_failure,
+)
 from services.reward_rules.code.pch import PrecompiledHeaders
+from services.reward_rules.code.session import InfrastructureError
 from tests.reward_rules.code_fixtures import score
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (Debian g++)")
@@ -142,3 +150,25 @@ def test_the_header_is_built_once_per_flags(tmp_path: Path) -> None:
     root.mkdir(mode=0o777)
     root.chmod(0o777)  # writable by others: never trusted
     assert one.usable_root() is None
+
+
+class _RlimitSandbox:
+    cgroup = None  # a local sandbox whose memory limit is an address-space rlimit
+
+
+class _Session:
+    program = "public class Main { public static void main(String[] a) {} }\n"
+    memory_bytes = 256 << 20
+    sandbox: _RlimitSandbox | None = None
+
+    def start(self) -> None:
+        self.sandbox = _RlimitSandbox()
+
+
+@pytest.mark.parametrize("language", ["java", "go", "nodejs"])
+def test_a_runtime_that_needs_a_memory_cgroup_is_no_verdict_without_one(language: str) -> None:
+    """The JVM, V8 and Go reserve more address space than they use: under the rlimit that stands
+    in for a memory cgroup they cannot start, which says nothing of the program (GRADER_ERROR)."""
+    build = NativeBuild(CompileCache(1 << 20), ["/usr/bin/g++"], 10.0, 1 << 20, 1 << 30, language)
+    with pytest.raises(InfrastructureError, match="cgroup"):
+        prepare_binary(_Session(), build, time.monotonic())  # type: ignore[arg-type]

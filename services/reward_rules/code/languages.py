@@ -54,6 +54,10 @@ class Toolchain:
     run: tuple[str, ...] = (PROGRAM,)  # (PROGRAM,): the compiled binary itself
     in_harness: bool = False  # Python: runs in a fork of the harness; function tests too
     etc_dirs: tuple[str, ...] = ()  # files (from a tool's directory) whose real dirs the sandbox needs
+    # Its runtime (or compiler) reserves far more address space than it uses (the JVM's code
+    # cache and class space, V8's code range, Go's arenas): it cannot start under the address-space
+    # rlimit that stands in for a memory cgroup where none is writable, only under the cgroup.
+    needs_memory_cgroup: bool = False
 
     @property
     def compiled(self) -> bool:
@@ -109,6 +113,7 @@ TOOLCHAINS: tuple[Toolchain, ...] = (
         compile=(*_GO_ENV, "{go}", "build", "-p", "1", "-ldflags=-s -w", "-o", "{output}", "{source}"),
         # the garbage collector told the memory limit: it collects before the sandbox's limit
         run=("/usr/bin/env", "GOMEMLIMIT={heap_mb}MiB", PROGRAM),
+        needs_memory_cgroup=True,
     ),
     Toolchain(
         name="rust",
@@ -155,6 +160,7 @@ TOOLCHAINS: tuple[Toolchain, ...] = (
         output=CLASSES,
         run=("{java}", *_JVM, "-Xmx{heap_mb}m", "-Xss64m", "-cp", PROGRAM, "{main}"),
         etc_dirs=("../lib/jvm.cfg",),  # the JDK's conf files link into /etc/java-<N>-openjdk
+        needs_memory_cgroup=True,
     ),
     Toolchain(
         name="nodejs",
@@ -165,6 +171,7 @@ TOOLCHAINS: tuple[Toolchain, ...] = (
         source="main.js",
         # --preserve-symlinks-main: node resolves its script's real path, which a memfd lacks
         run=("{node}", "--max-old-space-size={heap_mb}", "--preserve-symlinks-main", PROGRAM),
+        needs_memory_cgroup=True,
     ),
     Toolchain(
         name="bash",

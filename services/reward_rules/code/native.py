@@ -196,6 +196,13 @@ def prepare_binary(
     name) are put beside the source, and count in the cache key."""
     chain = build.chain
     run = run_command(chain, session.program, session.memory_bytes)
+    if chain.needs_memory_cgroup:
+        session.start()
+        if getattr(session.sandbox, "cgroup", "") is None:  # a local sandbox limited by rlimits
+            raise InfrastructureError(
+                f"{chain.name} needs the sandboxes' memory limit in a cgroup (its runtime reserves more "
+                "address space than the rlimit that stands in for one allows): see docs/deployment.md"
+            )
     if not chain.compiled:  # an interpreter runs the source itself
         problem = missing(chain)
         if problem is not None:
