@@ -206,6 +206,10 @@ class EpisodeManager:
             return self._failure(request, status, self._lost_detail(request.episode_id), lost=True)
         episode.touched = time.monotonic()
         async with episode.lock:
+            running = episode.running
+            if running is not None and not running.done():
+                # a step whose caller was cancelled (hung up) still runs: its answer is this one's
+                await asyncio.shield(running)
             stored = self._stored(episode.steps, request)
             if isinstance(stored, EpisodeStepResponse):
                 return stored

@@ -10,6 +10,7 @@ import pytest
 
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
+from services.common.contract import EpisodeStepRequest
 from tests.episodes.helpers import BoxedGrader, Episode, episode_settings, extension, served
 
 
@@ -138,3 +139,20 @@ async def test_shutdown_frees_every_interpreter() -> None:
     for sandbox in sandboxes:
         assert sandbox is not None and sandbox.process.poll() is not None  # killed and reaped
     assert extension(server).manager.open == {}
+
+
+async def test_a_step_whose_caller_hung_up_still_runs_once() -> None:
+    async with served() as (server, client):
+        episode = Episode(client, "hangup")
+        await episode.start()
+        await episode.run("n = 0")
+        manager = extension(server).manager
+        action = "```python\nimport time\ntime.sleep(0.5)\nn += 1\nprint(n)\n```"
+        request = EpisodeStepRequest(episode_id="hangup", turn=1, action=action)
+        first = asyncio.ensure_future(manager.step(request))
+        await asyncio.sleep(0.2)
+        first.cancel()  # the caller went away mid-step (a cancelled gRPC call)
+        retried = await manager.step(request)
+        assert retried.feedback == "<output>\n1\n</output>\n"  # ran once, answered to the retry
+        after = await Episode(client, "hangup").step("```python\nprint(n)\n```", turn=2)
+        assert after["feedback"] == "<output>\n1\n</output>\n"
