@@ -154,6 +154,9 @@ class EpisodeManager:
             log.exception("episode %r: the environment failed to start", episode_id)
             await environment.close()
             return self._refused(request, Status.GRADER_ERROR, f"the environment failed to start: {exc}")
+        if episode_id in self.open:  # a concurrent start of the same id won the race: it stands
+            await environment.close()
+            return await self.start(request)
         now = time.monotonic()
         response = EpisodeStartResponse(episode_id=episode_id, observation=observation)
         self.open[episode_id] = Episode(request, environment, response, now, now)

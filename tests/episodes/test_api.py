@@ -91,6 +91,9 @@ async def test_start_is_idempotent_and_bounded() -> None:
     async with served(episode_settings(max_episodes=3)) as (_, client):
         first = await Episode(client, "a").start(prompt="p")
         assert await Episode(client, "a").start(prompt="p") == first
+        racing = await asyncio.gather(*(Episode(client, "race").start() for _ in range(5)))
+        assert all(r == racing[0] for r in racing) and racing[0]["status"] == "OK"
+        await Episode(client, "race").finish()
         clash = await Episode(client, "a").start(prompt="another prompt")
         assert clash["status"] == "INVALID_INPUT" and "already in use" in clash["detail"]
         await Episode(client, "b").start()

@@ -10,6 +10,8 @@ and a tool-error penalty where the recipe sets one; never an error of the servic
 
 from __future__ import annotations
 
+import uuid
+
 from services.common.contract import EpisodeStartRequest, Sample, Status
 from services.episodes.actions import render, tool_calls
 from services.episodes.environments.base import (
@@ -29,7 +31,7 @@ class PythonToolEnvironment:
         self.options = context.settings.python_tool
         self.shaping = context.settings.shaping
         self.max_turns = turn_limit(request, self.options.max_turns)
-        self.session = ReplSession(key=request.episode_id)
+        self.session = ReplSession(key=f"{request.episode_id}/{uuid.uuid4().hex}")  # unique in the pool
         self.tally = Tally()
         self.actions: list[str] = []
 
