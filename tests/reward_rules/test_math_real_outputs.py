@@ -131,6 +131,8 @@ _WORK = "We have $x + 3 = 12$, so $x = 9$. Then $2 \\cdot 9 = 18$ and $18 - 5 = 
         # The words around the block are not the answer; the value the reasoning holds is not it.
         ("-50", "I conclude that my answer is correct.\n\n# Answer\n\n-50", 1.0),
         ("13", _WORK + "I conclude that my answer is correct.\n\n# Answer\n\n-50", 0.0),
+        ("-50", _WORK + "I conclude that my answer is correct. # Answer -50", 1.0),  # one line
+        ("50", _WORK + "I conclude that my answer is correct. # Answer -50", 0.0),
     ],
 )
 async def test_answer_blocks(math_grader: MathGrader, label: str, response: str, expected: float) -> None:

@@ -72,7 +72,9 @@ _BOX_SEPARATOR = re.compile(
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 # PRM800K's closing block: a `# Answer` heading, then the value alone on the last line(s).
 _ANSWER_BLOCK = re.compile(
-    r"(?:^|\n)[ \t]*#{1,4}[ \t]*(?:Final[ \t]+)?Answer[ \t]*:?[ \t]*\n\s*(\S[^\n]{0,200})\s*$", re.I
+    r"(?:^|\n|(?<=[.!?])[ \t])[ \t]*#{1,4}[ \t]*(?:Final[ \t]+)?Answer[ \t]*:?[ \t]*(?:\n\s*)?"
+    r"(\S[^\n]{0,200})\s*$",
+    re.I,
 )
 
 
