@@ -114,7 +114,10 @@ class Formula:
         if isinstance(node, ast.Name | ast.Attribute):
             name = _dotted(node)
             if name is None:
-                raise FormulaError(f"formula {self.text!r}: {ast.unparse(node)!r} is not a name")
+                raise FormulaError(
+                    f"formula {self.text!r}: {ast.unparse(node)!r} is not allowed "
+                    "(a name, or names joined by dots)"
+                )
             if self._allowed is not None and name not in self._allowed:
                 raise FormulaError(
                     f"formula {self.text!r} uses {name!r}, which is not one of {sorted(self._allowed)}"
@@ -149,10 +152,11 @@ class Formula:
 
 
 def _dotted(node: ast.expr) -> str | None:
-    """`group.min_len` -> "group.min_len"; None for anything but names joined by dots."""
+    """`group.min_len` -> "group.min_len"; None for anything but names joined by dots (a part that
+    starts with `_` included: `x.__class__` is refused, whatever the names allowed)."""
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Attribute):
+    if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):  # no dunders, ever
         head = _dotted(node.value)
         return None if head is None else f"{head}.{node.attr}"
     return None

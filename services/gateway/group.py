@@ -113,8 +113,12 @@ class GroupingEngine(ScoringEngine):
         observers: Sequence[Observer] = (),
     ) -> None:
         super().__init__(grader, server, cache, emergence, metrics, observers)
-        # Any other grader (a test's stand-in): the plain pipeline.
-        self.groups = GroupTable(grader) if isinstance(grader, GatewayGrader) else None
+        # No group-aware recipe (or another grader, a test's stand-in): the plain pipeline, no
+        # routing pass per sample.
+        grouping = isinstance(grader, GatewayGrader) and any(
+            recipe.group is not None for recipe in grader.settings.recipes.values()
+        )
+        self.groups = GroupTable(grader) if grouping and isinstance(grader, GatewayGrader) else None
 
     def _all_log_keys(self) -> tuple[str, ...]:
         return (*super()._all_log_keys(), *GROUP_LOG_KEYS)
