@@ -64,9 +64,11 @@ def prm_settings(prms: TinyPRMs, kind: str, **overrides: object) -> RMServiceSet
     return RMServiceSettings.model_validate({"checkpoint": checkpoint(prms, kind), "prm": prm, **overrides})
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("kind", "padding_side"), [("qwen", "right"), ("token_cls", "right"), ("qwen", "left")]
+)
 async def test_step_scores_match_a_direct_forward_in_any_batch(
-    tiny_prm: TinyPRMs, references: dict[str, PRMReference], kind: str
+    tiny_prm: TinyPRMs, references: dict[str, PRMReference], kind: str, padding_side: str
 ) -> None:
     ref = references[kind]
     cases = step_samples(10, seed=4)
@@ -74,7 +76,10 @@ async def test_step_scores_match_a_direct_forward_in_any_batch(
     assert len({round(min(v), 5) for v in expected}) > 5  # distinct: a mix-up would show
     assert any(0.05 < v < 0.95 for scores in expected for v in scores)  # not saturated
     # Small token budget: several forwards per batch, of mixed lengths.
-    grader = RMGrader(prm_settings(tiny_prm, kind, token_budget=300, prm={"aggregate": "min"}))
+    settings = prm_settings(
+        tiny_prm, kind, token_budget=300, padding_side=padding_side, prm={"aggregate": "min"}
+    )
+    grader = RMGrader(settings)
     rng = random.Random(1)
     try:
         for size in (1, 3, 10):
