@@ -157,6 +157,14 @@ def test_the_block_marked_as_the_language_is_the_program(grader: CodeGrader) -> 
         assert result.reward == 1.0, result.detail
 
 
+def test_a_java_program_in_a_package_runs(grader: CodeGrader) -> None:
+    if missing(toolchain("java")) is not None:  # type: ignore[arg-type]
+        pytest.skip("needs default-jdk-headless")
+    program = "package contest.a;\nimport java.util.*;\nclass Helper { static long add(long a, long b) { return a + b; } }\npublic final class Main { public static void main(String[] x) { Scanner s = new Scanner(System.in); System.out.println(Helper.add(s.nextLong(), s.nextLong())); } }\n"
+    (result,) = score(grader, sample("java", program))
+    assert result.reward == 1.0, result.detail
+
+
 def test_function_tests_need_python(grader: CodeGrader) -> None:
     tests = {"kind": "call", "entry_point": "f", "cases": [{"args": [1], "expected": 1}]}
     label = json.dumps({"grader": "code", "language": "rust", "tests": tests})

@@ -158,7 +158,7 @@ TOOLCHAINS: tuple[Toolchain, ...] = (
             "{source}",
         ),
         output=CLASSES,
-        run=("{java}", *_JVM, "-Xmx{heap_mb}m", "-Xss64m", "-cp", PROGRAM, "{main}"),
+        run=("{java}", *_JVM, "-Xmx{heap_mb}m", "-Xss64m", "-cp", PROGRAM, "{entry}"),
         etc_dirs=("../lib/jvm.cfg",),  # the JDK's conf files link into /etc/java-<N>-openjdk
         needs_memory_cgroup=True,
     ),
@@ -240,6 +240,15 @@ _PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:(?:final|abstract|strictfp)\s+)*" +
 _ANY_CLASS = re.compile(r"^\s*(?:(?:public|final|abstract|strictfp)\s+)*" + _NAME, re.M)
 
 
+_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*;", re.M)
+
+
+def entry_class(source: str) -> str:
+    """The class `java` runs: the main class, qualified by the source's package if it names one."""
+    package = _PACKAGE.search(source)
+    return f"{package.group(1)}.{main_class(source)}" if package else main_class(source)
+
+
 def main_class(source: str) -> str:
     """The program's main class: its public top-level class, else its first class, else Main."""
     found = _PUBLIC_CLASS.search(source) or _ANY_CLASS.search(source)
@@ -259,6 +268,7 @@ def _values(chain: Toolchain, source: str, memory_bytes: int, cxx: str = "") -> 
         "source": source_name(chain, source),
         "output": chain.output,
         "main": main_class(source) if chain.name == "java" else "",
+        "entry": entry_class(source) if chain.name == "java" else "",
         "heap_mb": str(heap_mb(memory_bytes)),
         "memory_mb": str(memory_bytes >> 20),
         "cxx": cxx,
