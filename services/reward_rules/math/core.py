@@ -317,7 +317,7 @@ def _grade_choice(
 _GUESSED = ("last_number", "last_math", "number_word")
 # How a text that was cut off ends: a connective, an operator, an open bracket or a comma.
 _DANGLING = re.compile(
-    r"(?:[,=+\-*/(\[{\\^_:]|\b(?:and|then|so|the|a|an|of|to|is|are|we|that|which|because|since|with|for|in"
+    r"(?:[,=+\-/(\[{^:]|\b(?:and|then|so|the|a|an|of|to|is|are|we|that|which|because|since|with|for|in"
     r"|on|by|but|or|as|if|let|get|gives|be|will|this|it|its|from|into|than|when|where|while|now|next|thus"
     r"|hence|therefore|equals|plus|minus|times))\s*$",
     re.I,
