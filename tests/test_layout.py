@@ -11,6 +11,7 @@ Read with `ast`, so an import inside a function counts too.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +68,46 @@ def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from deploy.ray_serve import x\n")
     assert list(imports(module)) == ["deploy.ray_serve", "deploy.ray_serve.x"]
+
+
+# Issue numbers mean nothing to a reader of the repo: docs, docstrings and comments say the reason.
+ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\s*\d", re.IGNORECASE)
+GENERATED = ("docs/configuration.md",)  # generated from the settings' descriptions (checked in services/)
+
+
+def issue_references(root: Path, folders: tuple[str, ...]) -> Iterator[str]:
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*")):
+            name = path.relative_to(root).as_posix()
+            if not path.is_file() or "__pycache__" in path.parts or name in GENERATED:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                if ISSUE_NUMBER.search(line):
+                    yield f"{name}:{number}: {line.strip()}"
+
+
+def test_docs_tests_and_services_name_no_issue_numbers() -> None:
+    found = list(issue_references(ROOT, ("docs", "tests", "services")))
+    assert found == [], "say the reason instead of the issue number:\n" + "\n".join(found)
+
+
+def test_the_issue_number_check_sees_every_form(tmp_path: Path) -> None:
+    word = "issue"
+    caught = [
+        f"({word} 20, item 4)",
+        f"{word.upper()}S 15 and 20",
+        f"see {word} #7",
+        f"{word}#12",
+        f"{word.title()} 17.3:",
+    ]
+    passed = [f"t{word} 5", f"where the {word} measured 0.4x", f"it {word}s a warning", f"{word} numbers"]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text("\n".join(caught + passed) + "\n")
+    (tmp_path / "docs" / "configuration.md").write_text(caught[0] + "\n")
+    (tmp_path / "docs" / "blob.bin").write_bytes(b"\xff\xfe" + caught[0].encode())
+    found = list(issue_references(tmp_path, ("docs",)))
+    assert found == [f"docs/page.md:{n}: {line}" for n, line in enumerate(caught, 1)]

@@ -18,7 +18,7 @@ the wheels that travel come from `bench/gpu/wheels.sh`, about 12 MiB):
 Prints one table (tokens/s, service / bare, MFU against 2 x non-embedding params x tokens and the
 measured matmul rate, GPU memory and utilisation, p50/p99 latency) and where the service's time went
 (tokenization, the forward thread, padding, batching waits, from its /metrics); the figures go to
-`<out>/results.json`. Targets (issue 28): service >= 0.85x bare, >= 40% MFU on the long inputs.
+`<out>/results.json`. Targets: service >= 0.85x bare, >= 40% MFU on the long inputs.
 
     python bench/gpu/rm_gpu.py --dry-run --out /tmp/rm-gpu   # the same steps on the CPU, tiny model
 """

@@ -1,4 +1,4 @@
-"""What `arbiter score` says about rows it cannot group (issue 18, eval numbers 1 and 4), end to end."""
+"""What `arbiter score` says about rows it cannot group, end to end."""
 
 from __future__ import annotations
 

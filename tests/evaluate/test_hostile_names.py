@@ -1,6 +1,6 @@
 """Names from data (datasources, file names, metric values) are text: never HTML nor rich markup.
 
-Issue 15 items 5 and 12: a datasource named `<script>...` ran in the `arbiter compare --html` page,
+Before: a datasource named `<script>...` ran in the `arbiter compare --html` page,
 and one named `[/bold]` crashed the summary tables of `arbiter score` and `arbiter compare`.
 """
 

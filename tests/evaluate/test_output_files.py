@@ -1,4 +1,4 @@
-"""The eval tools never write over an input, a link, or a file they did not create (issue 20 items 12, 13).
+"""The eval tools never write over an input, a link, or a file they did not create.
 
 Before: `arbiter score X -o X` emptied X, an unrelated JSONL given as `-o` was silently emptied
 (exit 0), an input named `run.summary.json` was replaced by the summary of `-o run.jsonl`, `-o`

@@ -1,4 +1,4 @@
-"""A composed reward that used a fallback is not cached (issue 20 item 11).
+"""A composed reward that used a fallback is not cached.
 
 The gateway's own engine caches composed rewards. When a component failed (its fallback
 value was used) or answered with a verdict marked not-cacheable (a fallback judge's), the

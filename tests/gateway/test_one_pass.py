@@ -1,4 +1,4 @@
-"""The gateway's in-process path runs the kit once (issue 16).
+"""The gateway's in-process path runs the kit once.
 
 `InProcessBackend` used to call a second `ScoringEngine.score`: a second cache key and lookup,
 dedupe map, micro-batch wait and result finishing, all thrown away by the composition. Now the

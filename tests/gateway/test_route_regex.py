@@ -1,4 +1,4 @@
-"""Route regexes from the config cannot stall the gateway (issue 15 item 12).
+"""Route regexes from the config cannot stall the gateway.
 
 `(x+x+)+y` used to stall the gateway's loop for 3 s on a 26-character prompt. A pattern with a
 quantifier inside a quantifier is refused when the config loads; any other pattern runs with a

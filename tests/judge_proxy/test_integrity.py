@@ -1,5 +1,5 @@
-"""What a policy could learn to exploit in the LLM judge (issue 20, items 5-11) and the breaker's
-half-open probe (issue 18), over real HTTP against the fake chat-completions server."""
+"""What a policy could learn to exploit in the LLM judge and the breaker's
+half-open probe, over real HTTP against the fake chat-completions server."""
 
 from __future__ import annotations
 
@@ -222,7 +222,7 @@ async def test_a_fallback_judges_verdict_is_not_kept_by_the_sample_cache(
         await engine.stop()
 
 
-# -- issue 18: the only upstream is probed (half-open), not paused for everyone -----------------
+# -- the breaker: the only upstream is probed (half-open), not paused for everyone -----------------
 
 
 async def test_the_only_upstream_is_probed_after_a_failure_wave(fake: FakeOpenAI, make_grader: Make) -> None:

@@ -1,5 +1,5 @@
 """The judge's verdict is read only from its line marked with a code random per request, and
-failures a response can cause are its lowest verdict (red team of issue 20: quotations that
+failures a response can cause are its lowest verdict (a red team's attacks: quotations that
 still won, forced fallbacks, hidden middles, slow parses), over real HTTP against the fake."""
 
 from __future__ import annotations

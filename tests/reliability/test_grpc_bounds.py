@@ -1,4 +1,4 @@
-"""What a gRPC client can make the service keep or parse (issue 20 item 13).
+"""What a gRPC client can make the service keep or parse.
 
 A 1 MB `request_id` used to be echoed back whole (HTTP capped its header at 64 characters),
 and metadata maps were copied whole into a dict. Request ids are now capped on every path

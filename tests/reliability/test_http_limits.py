@@ -1,4 +1,4 @@
-"""What one HTTP client may hold (issue 15 item 4).
+"""What one HTTP client may hold.
 
 A 64 MiB header used to cost seconds of parsing before auth ran, and sockets that never
 finished their headers or their body were held forever (until the fd limit refused

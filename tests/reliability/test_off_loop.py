@@ -1,4 +1,4 @@
-"""CPU work on a large sample runs off the event loop (issue 15 item 3).
+"""CPU work on a large sample runs off the event loop.
 
 A 30 MB body was parsed, scanned and graded on the loop that serves everyone: /healthz and
 every other client waited seconds. A large body is now parsed, its emergence statistics
@@ -59,7 +59,7 @@ async def test_large_samples_are_parsed_scanned_and_graded_off_the_loop(
 
 
 async def test_a_large_request_of_small_samples_leaves_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 15 red team: 4,000 samples of 7 KB (28 MB) were each under LARGE, so their parsing,
+    """Found by a red team: 4,000 samples of 7 KB (28 MB) were each under LARGE, so their parsing,
     validation, emergence, grading and reply all ran on the loop (/healthz waited 11 s). The
     decision is now made by the request's (or batch's) size."""
     import grpc

@@ -1,4 +1,4 @@
-"""One poisoned sample stays its own failure (issue 15 item 11, issue 20 item 11).
+"""One poisoned sample stays its own failure.
 
 A micro-batch mixes concurrent requests. The engine used to re-grade a failed batch one
 sample at a time, each with the full server deadline: eleven slow but honest samples behind

@@ -1,4 +1,4 @@
-"""A sample the reward model cannot score must never gain from it (issue 20, item 4).
+"""A sample the reward model cannot score must never gain from it.
 
 An RM's rewards have no fixed scale (-2 to -4 is common): the kit's constant fallback of 0.0
 would sit above them. The RM answers the lowest reward of its recent scored samples instead.

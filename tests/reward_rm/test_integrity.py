@@ -114,7 +114,7 @@ async def test_special_token_text_in_a_plain_prompt_does_not_switch_the_template
         assert abs(result.reward - expected) < 1e-5
 
 
-# -- red team of issue 20: only one trailing EOS is the rollout's own ------------------------------
+# -- red team: only one trailing EOS is the rollout's own ------------------------------
 
 
 async def test_repeated_eos_text_at_the_end_is_the_responses_text(tiny: TinyCheckpoints) -> None:

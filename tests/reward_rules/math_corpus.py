@@ -1,6 +1,6 @@
 """A labelled corpus for the math grader: (category, reference, response, is_correct).
 
-Hand-written; every category of the issue appears with positives and negatives, and
+Hand-written; every category appears with positives and negatives, and
 the known traps of other graders (tiny distinct values, salvaged numbers) are negatives.
 """
 

@@ -1,4 +1,4 @@
-"""What a `custom` checker's return value means (issue 26, item 9): True passes, a real number passes
+"""What a `custom` checker's return value means: True passes, a real number passes
 when finite and at least the label's `checker_threshold` (1 by default), anything else fails.
 
 The third red team's hack: `check = 1 - abs(out - exp)` returned -1e9 or nan for a wrong answer, and

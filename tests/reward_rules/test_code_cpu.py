@@ -135,7 +135,7 @@ def test_a_child_burning_cpu_while_the_parent_waits_is_counted(patient: CodeGrad
 
 
 def test_a_function_past_its_cpu_limit_is_a_timeout(patient: CodeGrader) -> None:
-    """Deterministic under load (issue 26, item 12): no test returns before it has spent more CPU
+    """Deterministic under load: no test returns before it has spent more CPU
     time than its limit. The background case waits on the CPU clock, not on the wall clock (it
     used to sleep 2.5 s and return, and passed when a loaded machine gave its spinning thread less
     than 1 s of CPU in that time)."""

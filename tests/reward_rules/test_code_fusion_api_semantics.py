@@ -1,4 +1,4 @@
-"""`/run_code` as SandboxFusion behaves (issue 26, items 1, 2, 5 and 8): wall-clock limits, files in
+"""`/run_code` as SandboxFusion behaves: wall-clock limits, files in
 and out, `language` required, its own workers with a bounded queue, and a run whose caller hung up
 killed. Served by reward_rules built through the catalog (as `arbiter serve` builds it), on
 loopback, over plain HTTP. Verdicts and orderings only: no test asserts on a duration (the few
@@ -90,7 +90,7 @@ async def until(condition: Any, bound_s: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
-# ------------------------------------------------------------------ item 5: language is required
+# ------------------------------------------------------------------ language is required
 
 
 async def test_a_request_without_language_is_a_422(rules: GraderServer) -> None:
@@ -99,7 +99,7 @@ async def test_a_request_without_language_is_a_422(rules: GraderServer) -> None:
     assert "language" in response.text
 
 
-# ------------------------------------------------------------------ item 1: wall-clock limits
+# ------------------------------------------------------------------ wall-clock limits
 
 
 async def test_a_program_that_sleeps_past_run_timeout_is_time_limit_exceeded(rules: GraderServer) -> None:
@@ -120,7 +120,7 @@ async def test_a_busy_program_past_run_timeout_is_time_limit_exceeded(rules: Gra
     assert spun["run_result"]["return_code"] is None
 
 
-# ------------------------------------------------------------------ item 2: files and fetch_files
+# ------------------------------------------------------------------ files and fetch_files
 
 FILES_PROGRAM = """import os
 print(open('a.txt').read(), open('data/b.txt').read(), os.path.exists('skipped.txt'))
@@ -221,7 +221,7 @@ async def test_fetched_files_are_bounded(rules: GraderServer) -> None:
     assert "big.bin" in data["message"]
 
 
-# ------------------------------------------------------------------ item 8: its own workers
+# ------------------------------------------------------------------ its own workers
 
 
 HONEST = '{"grader": "code", "tests": {"kind": "stdio", "cases": [{"input": "2\\n", "output": "4\\n"}]}}'

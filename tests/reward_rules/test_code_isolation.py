@@ -1,4 +1,4 @@
-"""Between requests, and between the harness and the program (issue 26, items 3, 7, 10 and 11).
+"""Between requests, and between the harness and the program.
 
 One worker, so the next sample gets the sandboxes (candidate and judge) the last one left:
 nothing of one request (its program, inputs, a checker's code and expected answers) may be
@@ -43,7 +43,7 @@ def passes(grader: CodeGrader, sample: Sample) -> None:
     assert result.reward == 1.0, result.detail
 
 
-# ------------------------------------------------------------------ item 7: memory of a reused sandbox
+# ------------------------------------------------------------------ memory of a reused sandbox
 
 MARK = "LEAK" + "MARK:"  # what a request carries, followed by 32 hex digits of its own
 
@@ -120,7 +120,7 @@ def test_a_function_test_reads_no_earlier_request_from_memory(grader: CodeGrader
     passes(grader, Sample(response=fenced(program), label=label(tests)))
 
 
-# ------------------------------------------------------------------ item 10: the work dir's mode
+# ------------------------------------------------------------------ the work dir's mode
 
 
 def test_a_run_leaves_the_work_dir_as_it_found_it(grader: CodeGrader) -> None:
@@ -135,7 +135,7 @@ def test_a_run_leaves_the_work_dir_as_it_found_it(grader: CodeGrader) -> None:
         assert reused(grader) == before + 1
 
 
-# ------------------------------------------------------------------ item 3: a program that rebinds exits
+# ------------------------------------------------------------------ a program that rebinds exits
 
 # SandboxFusion-style anti-cheat header: the program's own ways out raise instead
 ANTI_CHEAT = """\
@@ -199,7 +199,7 @@ def test_the_interpreter_waits_for_the_programs_threads(grader: CodeGrader) -> N
     passes(grader, stdio(program, [("21\n", "42\n")]))
 
 
-# ------------------------------------------------------------------ item 11: the harness as a file
+# ------------------------------------------------------------------ the harness as a file
 
 
 def test_the_harness_reaches_the_sandbox_as_a_file(monkeypatch: pytest.MonkeyPatch) -> None:

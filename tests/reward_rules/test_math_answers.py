@@ -154,7 +154,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("unicode", "(0, \\infty)", "\\boxed{\\mathbb{R}}", False),
     ("chain", "\\frac{1}{6}", "The probability is 1/6 ≈ 0.167.", True),
     ("chain", "\\frac{1}{5}", "The probability is 1/6 ≈ 0.167.", False),
-    # -- identities are tested on both signs of their variables (issue 15, item 9) ------------------------
+    # -- identities are tested on both signs of their variables ------------------------
     ("signs", "x", "\\boxed{|x|}", False),
     ("signs", "x", "\\boxed{\\sqrt{x^2}}", False),
     ("signs", "5-x", "\\boxed{|x-5|}", False),

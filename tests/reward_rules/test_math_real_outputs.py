@@ -1,4 +1,4 @@
-"""Issue 25: answers as models write them, through the public API (`MathGrader.score`).
+"""Answers as models write them, through the public API (`MathGrader.score`).
 
 Each category holds positives beside negatives. The generated real-output-style corpus
 (math_gen/real_style.py) covers the same categories at scale; these are the cases a

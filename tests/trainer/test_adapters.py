@@ -42,7 +42,7 @@ async def openrlhf(prompt: str, response: str, label: Any) -> dict[str, Any]:
 async def test_plain_reference_answers_get_correctness_on_embedded_defaults(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 17.3: "5" from TRL's answer column, veRL's gsm8k ground_truth, OpenRLHF's label."""
+    """A bare "5" from TRL's answer column, veRL's gsm8k ground_truth, OpenRLHF's label."""
     from trainer.trl_reward import arbiter_reward_async
 
     async with make_gateway() as gateway:
@@ -80,7 +80,7 @@ MATH_RECIPE_CONFIG = {
 async def test_grader_key_names_a_grader_recipe_key_a_recipe_and_routes_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 17.5 and the README's route: a recipe named `math` never shadows the grader."""
+    """The README's route: a recipe named `math` never shadows the grader."""
     async with make_gateway(MATH_RECIPE_CONFIG) as gateway:
         with adapter_env(monkeypatch, gateway.grpc_target):
             grader = await verl("", WRONG, {"grader": "math", "answer": "5"})
@@ -94,7 +94,7 @@ async def test_grader_key_names_a_grader_recipe_key_a_recipe_and_routes_search(
 
 
 async def test_every_adapter_answers_the_same_keys_outage_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 17.2: a gateway that stops mid-batch, and a worker that never reached it."""
+    """Outages: a gateway that stops mid-batch, and a worker that never reached it."""
     from trainer.trl_reward import arbiter_reward
 
     port = free_port()
@@ -125,7 +125,7 @@ async def test_every_adapter_answers_the_same_keys_outage_or_not(monkeypatch: py
 async def test_outage_policy_waits_once_then_fails_fast_until_the_gateway_answers(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Issue 17.6: a bounded, logged wait; then calls fail fast; then the gateway is back."""
+    """A gateway that is down: a bounded, logged wait; then calls fail fast; then the gateway is back."""
     port = free_port()
     settings = AdapterSettings(target=f"127.0.0.1:{port}", wait_s=1.0, fallback_reward=-1.0)
     connection = GatewayConnection(settings)
@@ -183,7 +183,7 @@ def test_fail_fast_setting_and_its_validation() -> None:
 
 
 async def test_verl_sends_the_prompt_its_rows_carry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 17.4: veRL passes no prompt; rows carry it in extra_info (question, prompt)."""
+    """veRL passes no prompt; rows carry it in extra_info (question, prompt)."""
     from trainer.verl_reward import prompt_of
 
     assert prompt_of({"question": "2+3?", "split": "train"}) == "2+3?"

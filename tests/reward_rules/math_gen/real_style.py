@@ -1,4 +1,4 @@
-"""A generator of responses written the way models write them (issue 25), labels known.
+"""A generator of responses written the way models write them, labels known.
 
     .venv/bin/python -m tests.reward_rules.math_gen.real_style [--seed 0] [--count N]
 

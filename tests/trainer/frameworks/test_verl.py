@@ -1,7 +1,7 @@
 """veRL 0.9.1 for real: its Hydra config, its reward loader and NaiveRewardManager, and
 RewardLoopManager's Ray workers on a local CPU Ray, against a gateway process.
 
-Also pins the config key of each veRL line (issue 17 item 1): on 0.9 only
+Also pins the config key of each veRL line: on 0.9 only
 `reward.custom_reward_function.path` loads our function; the legacy top-level key is
 accepted by Hydra and silently ignored.
 """
@@ -127,7 +127,7 @@ def test_verl_reward_loader_and_naive_manager_score_plain_references(
 def test_arbiter_reward_manager_hands_over_the_prompt_from_the_batch(
     gateway: RunningGateway, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 17.4: rows without a prompt in extra_info still send one (decoded from `prompts`)."""
+    """Rows without a prompt in extra_info still send one (decoded from `prompts`)."""
     from transformers import AutoTokenizer
     from verl.trainer.ppo.reward import load_reward_manager
 
