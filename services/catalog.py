@@ -5,6 +5,7 @@ The CLI, `python -m services.<name>` and the deploy recipes all start services f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -212,6 +213,11 @@ def make_server(
         from services.gateway.stats import RollingStats
 
         stats = RollingStats(settings.gateway.stats_window)
+        if scope is not None and any(r.group is not None for r in settings.gateway.recipes.values()):
+            logging.getLogger(__name__).warning(
+                "gateway: several workers with group-aware recipes: a group's one-sample requests land in "
+                "different workers and come back group/incomplete; use one (docs/group-rewards.md)"
+            )
         return GraderServer(
             name,
             build_gateway_grader(settings, peers or {}),
