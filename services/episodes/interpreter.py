@@ -36,7 +36,7 @@ from services.reward_rules.code.sandbox import Limits, Sandbox, SandboxError
 log = logging.getLogger(__name__)
 
 TIMEOUT, MEMORY, EXITED, OVERSIZE = "timeout", "memory", "exited", "output"
-_FRAME_SLACK = 4096  # reply frame bytes beyond the kept output (JSON escapes, keys)
+_FRAME_SLACK = 4096  # reply bytes beyond the kept output (12 bytes: an astral character, escaped)
 
 
 @cache
@@ -111,7 +111,7 @@ def _run_cell(sandbox: Sandbox, code: str, limit_s: float, max_output: int) -> C
         reply = sandbox.request(
             {"op": "exec", "code": code, "max_output": max_output},
             started_wall + wall,
-            max_reply=max_output * 6 + _FRAME_SLACK,
+            max_reply=max_output * 12 + _FRAME_SLACK,
         )
     except SandboxError as exc:
         if sandbox.oom_kills() > oom_before:
@@ -150,7 +150,7 @@ class InterpreterPool:
             memory_bytes=tool.memory_limit_mb << 20,
             max_pids=tool.max_pids,
             tmpfs_bytes=tool.tmpfs_mb << 20,
-            max_frame_bytes=tool.max_output_chars * 6 + _FRAME_SLACK,
+            max_frame_bytes=tool.max_output_chars * 12 + _FRAME_SLACK,
             cpu_limit=tool.cpu_limit,
         )
         self.capacity = settings.max_live_interpreters

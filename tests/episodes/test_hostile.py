@@ -33,11 +33,13 @@ async def test_memory_hog_huge_output_and_exit_are_feedback() -> None:
         assert "output truncated" in huge and len(huge) < 4000
         chatty = await episode.run("import os\nfor _ in range(1000):\n    os.write(1, b'z' * 100000)")
         assert "output truncated" in chatty and len(chatty) < 4000
+        wide = await episode.run("print('\\U0001F600' * 5000)")  # 12 escaped bytes a character
+        assert "output truncated" in wide and "\U0001f600" in wide
         exited = await episode.step("```python\nimport os\nos._exit(3)\n```")
         assert "exited" in exited["feedback"]
         assert "still here" in await episode.run("keep")
         finished = await episode.finish()
-        assert finished["logs"]["episode/truncated_outputs"] == 2
+        assert finished["logs"]["episode/truncated_outputs"] == 3
         assert finished["logs"]["episode/tool_memory_kills"] >= 1 or "MemoryError" in hog["feedback"]
 
 
