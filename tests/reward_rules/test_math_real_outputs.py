@@ -92,6 +92,8 @@ _INLINE = "Pick one: (A) 12 (B) 15 (C) 18 (D) 21"
         ("B", _OPTIONS, "Therefore, it takes 52 days.", 1.0),
         ("D", _OPTIONS, "Therefore, it takes 52 days.", 0.0),
         ("A", "", "The answer is a prime number, so we look again.", 0.0),  # the article, not A
+        ("B", _INLINE, "15 is the only value that fits.", 1.0),  # the option's value, stated first
+        ("C", _INLINE, "15 is the only value that fits.", 0.0),
         # A letter read out of an expression is not a choice.
         ("E", "", "The answer is $\\boxed{\\mathrm{E}*2}$.", 0.0),
         ("E", "", "The answer is $\\boxed{\\mathrm{E}}$.", 1.0),

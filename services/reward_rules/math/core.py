@@ -354,6 +354,9 @@ _STATES = re.compile(
 )
 
 
+_OPENER = re.compile(r"\s*(?:(?:so|thus|hence|therefore|finally|clearly)\s*,?\s*)?\$?", re.I)
+
+
 def _states_value(response: str, extraction: Extraction) -> bool:
     """Whether a value found without an answer phrase is what the last sentence states.
 
@@ -365,7 +368,12 @@ def _states_value(response: str, extraction: Extraction) -> bool:
     tail = visible_text(response)[-400:].rstrip()
     sentence = re.split(r"(?<=[.!?])\s+|\n", tail)[-1] if tail else ""
     where = sentence.rfind(extraction.text)
-    if where < 0 or len(sentence) - where - len(extraction.text) > 12:
+    if where < 0:
+        return False
+    if _OPENER.fullmatch(sentence[:where]) is not None:
+        # "7 is the only prime among the options.": the value first, then what it is.
+        return _STATES.search(sentence[where + len(extraction.text) :]) is not None
+    if len(sentence) - where - len(extraction.text) > 12:
         return False
     return _STATES.search(sentence[:where]) is not None
 
