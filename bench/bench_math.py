@@ -3,11 +3,15 @@ and both graders' agreement with labelled corpora.
 
     .venv/bin/python bench/bench_math.py [--refs 64] [--per-ref 16] [--seed 0] [--mv-sample 1]
 
-Agreement is printed for three labelled corpora: the hand-written cases
-(tests/reward_rules/math_corpus.py and test_math_answers.py), the generated differential
-corpus (tests/reward_rules/math_gen/corpus.jsonl) and the development set
+Agreement is printed for the labelled corpora: the hand-written cases
+(tests/reward_rules/math_corpus.py and test_math_answers.py), the probes, the generated
+differential corpus (tests/reward_rules/math_gen/corpus.jsonl), the real-output-style
+corpus (tests/reward_rules/math_gen/real_style.py: multiple choice with the options in
+the prompt, answer blocks, closing sentences, long chain-of-thought, cut-off responses,
+tool outputs, hedges; per category too) and the development set
 (../shared/corpora/math_extraction_dev.jsonl, when present). `--mv-sample N` grades
-every N-th differential case with Math-Verify (it takes minutes on all of them).
+every N-th differential and real-style case with Math-Verify (it takes minutes on all
+of them). Math-Verify gets no prompt: it has no notion of options.
 
 Workload: `refs` references x `per_ref` long chain-of-thought responses each (like one
 GRPO step with n_samples_per_prompt = per_ref), a mix of right answers in other forms,
@@ -200,36 +204,69 @@ def agreement(verdicts: list[bool], truth: list[bool]) -> float:
     return sum(v == t for v, t in zip(verdicts, truth, strict=True)) / len(truth)
 
 
-def labelled_corpora(mv_sample: int) -> list[tuple[str, list[Sample], list[bool], int]]:
-    """(name, samples, labels, Math-Verify stride) for every labelled corpus at hand."""
+def labelled_corpora(mv_sample: int) -> list[tuple[str, list[Sample], list[bool], int, list[str]]]:
+    """(name, samples, labels, Math-Verify stride, categories) for every labelled corpus at hand."""
     from tests.reward_rules.math_corpus import CASES
     from tests.reward_rules.math_gen.generate import CORPUS
+    from tests.reward_rules.math_gen.real_style import generate as real_style
     from tests.reward_rules.math_probes import PROBES
     from tests.reward_rules.test_math_answers import CASES as ANSWERS
 
-    hand = [(label, response, correct) for _, label, response, correct in CASES + ANSWERS]
-    corpora = [("hand-written", hand, 1)]
-    corpora.append(("probes", [(label, response, correct) for _, label, response, correct in PROBES], 1))
+    hand = [("", label, response, correct) for _, label, response, correct in CASES + ANSWERS]
+    corpora = [("hand-written", hand, 1, False)]
+    probes = [("", label, response, correct) for _, label, response, correct in PROBES]
+    corpora.append(("probes", probes, 1, False))
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
-    generated = [(r["reference"], r["response"], r["expected"]) for r in rows]
-    corpora.append(("differential", generated, mv_sample))
+    generated = [("", r["reference"], r["response"], r["expected"]) for r in rows]
+    corpora.append(("differential", generated, mv_sample, False))
+    cases = real_style(0)
+    styled = [(c.prompt, c.reference, c.response, c.expected) for c in cases]
+    corpora.append(("real-style", styled, mv_sample, True))
     if DEV_SET.exists():
         rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines()]
-        corpora.append(("dev set", [(r["reference"], r["response"], r["expected"]) for r in rows], 1))
+        dev = [("", r["reference"], r["response"], r["expected"]) for r in rows]
+        corpora.append(("dev set", dev, 1, False))
     return [
-        (name, [Sample(response=r, label=label) for label, r, _ in cases], [c for *_, c in cases], stride)
-        for name, cases, stride in corpora
+        (
+            name,
+            [Sample(prompt=p, response=r, label=label) for p, label, r, _ in rows_],
+            [c for *_, c in rows_],
+            stride,
+            [c.category for c in cases] if by_category else [],
+        )
+        for name, rows_, stride, by_category in corpora
     ]
+
+
+def _rates(verdicts: list[bool], truth: list[bool]) -> str:
+    right = sum(truth) or 1
+    wrong = (len(truth) - sum(truth)) or 1
+    missed = sum(t and not v for v, t in zip(verdicts, truth, strict=True))
+    paid = sum(v and not t for v, t in zip(verdicts, truth, strict=True))
+    share = agreement(verdicts, truth)
+    return f"{share:6.1%} (right missed {missed / right:5.1%}, wrong paid {paid / wrong:5.1%})"
 
 
 def report_agreement(mv_sample: int) -> None:
     """Agreement with the labels: this grader on every case, Math-Verify on every stride-th."""
-    for name, samples, truth, stride in labelled_corpora(mv_sample):
+    for name, samples, truth, stride, categories in labelled_corpora(mv_sample):
         ours, _, _, _, _ = asyncio.run(run_ours(samples, 256))
         subset = list(range(0, len(samples), stride))
         theirs, _, _, _ = run_math_verify([samples[i] for i in subset])
         sub_truth = [truth[i] for i in subset]
         ours_sub = [ours[i] for i in subset]
+        if categories:
+            mv_by_index = dict(zip(subset, theirs, strict=True))
+            for category in dict.fromkeys(categories):
+                picked = [i for i, c in enumerate(categories) if c == category]
+                mv_picked = [i for i in picked if i in mv_by_index]
+                line = f"  {name} {category:17s} n={len(picked):5d}  arbiter " + _rates(
+                    [ours[i] for i in picked], [truth[i] for i in picked]
+                )
+                if mv_picked:
+                    mv_line = _rates([mv_by_index[i] for i in mv_picked], [truth[i] for i in mv_picked])
+                    line += f"  math-verify {mv_line}"
+                print(line)
         paid = sum(o and not t for o, t in zip(ours, truth, strict=True))
         missed = sum(t and not o for o, t in zip(ours, truth, strict=True))
         mv_paid = sum(o and not t for o, t in zip(theirs, sub_truth, strict=True))
@@ -242,6 +279,7 @@ def report_agreement(mv_sample: int) -> None:
             f"wrong paid {mv_paid}, right missed {mv_missed})"
             + (f"  [arbiter on the same subset {agreement(ours_sub, sub_truth):6.1%}]" if stride > 1 else "")
         )
+        print(f"  {name}: arbiter {_rates(ours, truth)}   math-verify {_rates(theirs, sub_truth)}")
 
 
 def main() -> None:
