@@ -85,13 +85,16 @@ class CodeConfig(BaseModel):
         "/var/tmp/arbiter-pch-<uid> or ARBITER_PCH_DIR) and let C++ compiles load it",
     )
     compile_time_limit_s: float = Field(
-        default=10.0, gt=0, description="per C++ compile, within the sample budget"
+        default=10.0, gt=0, description="per compile (C++, Go, Rust, Java), outside the tests' budget"
     )
     compile_cache_mb: int = Field(
-        default=256, ge=1, description="compiled binaries and errors kept by source hash"
+        default=256,
+        ge=1,
+        description="compiled programs and compile errors kept by source, command and the compile's "
+        "limits (a compile a resource limit stopped is never kept)",
     )
     compile_memory_mb: int = Field(
-        default=1024, ge=64, description="memory for a C++ compile (tests keep theirs)"
+        default=1024, ge=64, description="memory for a compile, at least the tests' (tests keep theirs)"
     )
     max_binary_mb: int = Field(default=16, ge=1, description="a larger compiled program is a compile error")
     testlib_header: str = Field(
