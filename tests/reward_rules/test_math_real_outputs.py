@@ -222,6 +222,10 @@ async def test_hedges_are_paid_under_no_reference(math_grader: MathGrader, hedge
         ("2", "So the answer is $\\boxed{2}$.", 1.0),
         ("2", "So the answer is $\\boxed{1}$. Wait, that's wrong: recomputing gives $\\boxed{2}$.", 1.0),
         ("(2, 3)", "Hence $\\boxed{x=2}$ and $\\boxed{y=3}$.", 1.0),  # one box per unknown
+        ("yes", "Yes, it is possible for every n.", 1.0),
+        ("yes", "Yes or no, depending on n.", 0.0),
+        ("no", "Yes or no, depending on n.", 0.0),
+        ("\\text{Tuesday}", "The answer is Monday or Tuesday.", 0.0),
         # A list reference answered by that list is not a hedge.
         ("1, 2", "The solutions are $x = 1$ or $x = 2$.", 1.0),
         ("1, 2", "The answer is either 1 or 2.", 1.0),

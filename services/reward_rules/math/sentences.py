@@ -392,12 +392,19 @@ def closing_words(tail: str) -> str | None:
 _YES_NO = re.compile(r"^\W{0,4}(yes|no|oui|non|sí|si|ja|nein|是|否)(?![\w])", re.I)
 
 
+_YES_NO_WORD = re.compile(r"(?<![\w])(yes|no|oui|non|sí|si|ja|nein|是|否)(?![\w])", re.I)
+_YES_WORDS = {"yes", "oui", "sí", "si", "ja", "是"}
+
+
 def leading_yes_no(tail: str) -> str | None:
     """ "Yes, it is possible." -> "yes": the verdict word that opens one of the last sentences."""
     starts = [0, *(m.end() for m in _SENTENCE_BREAK.finditer(tail))]
     for start, end in reversed(list(zip(starts, [*starts[1:], len(tail)], strict=True))[-3:]):
-        found = _YES_NO.match(tail[start:end].strip())
+        sentence = tail[start:end].strip()
+        found = _YES_NO.match(sentence)
         if found is not None:
+            if len({w.lower() in _YES_WORDS for w in _YES_NO_WORD.findall(sentence)}) > 1:
+                return None  # "Yes or no, depending on n.": both offered, neither stated
             return found.group(1)
     return None
 
