@@ -35,13 +35,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from testkit.procs import percentile
 from testkit.rules_service import reward_rules_service
 
+WORK = 20000  # loop steps of one cell (--cell-work): its CPU cost, which the stateless way pays again
+
 
 def cell(turn: int) -> str:
-    return f"v{turn} = sum(k * k for k in range(20000)) + {turn}\nprint(v{turn})"
+    return f"v{turn} = sum(k * k for k in range({WORK})) + {turn}\nprint(v{turn})"
 
 
 def answer(tool_turns: int) -> int:
-    return sum(sum(k * k for k in range(20000)) + t for t in range(tool_turns)) % 1000
+    return sum(sum(k * k for k in range(WORK)) + t for t in range(tool_turns)) % 1000
 
 
 def tree(pid: int) -> list[int]:
@@ -200,8 +202,13 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--turns", type=int, default=4, help="tool turns + the final answer")
-    parser.add_argument("--open", type=int, default=256, help="episodes held open for the memory figure")
+    parser.add_argument(
+        "--open", type=int, default=256, help="episodes held open for the memory figure; 0: skip"
+    )
+    parser.add_argument("--cell-work", type=int, default=20000, help="loop steps per cell (its CPU cost)")
     args = parser.parse_args()
+    global WORK
+    WORK = args.cell_work
     config = {
         "episodes": {
             "max_live_interpreters": max(args.concurrency, args.open),
@@ -219,10 +226,12 @@ def main() -> None:
         async def both() -> dict[str, tuple[float, Timings]]:
             await run("stateful", url, 8, 8, args.turns)  # warm both paths (math pool, sandboxes)
             await run("stateless", url, 8, 8, args.turns)
-            return {
-                way: await run(way, url, args.episodes, args.concurrency, args.turns)
-                for way in ("stateful", "stateless")
-            }
+            results = {}
+            for way in ("stateful", "stateless"):
+                results[way] = await run(way, url, args.episodes, args.concurrency, args.turns)
+                rate, timings = results[way]
+                print(f"  {way} done: {rate:.2f} episodes/s, {timings.failed} failed", flush=True)
+            return results
 
         results = asyncio.run(both())
         print(
@@ -250,9 +259,12 @@ def main() -> None:
             f"stateful first tool step (its interpreter starts): p50 {percentile(first, 0.5) * 1e3:.0f} ms, "
             f"p99 {percentile(first, 0.99) * 1e3:.0f} ms"
         )
-        idle, per_episode, _, after_rss, after_fds = asyncio.run(memory(url, pid, args.open))
-        print(f"memory per open episode (live interpreter): {per_episode:.1f} MiB (tree RSS, upper bound)")
-        print(f"after finishing them: {after_rss:.0f} MiB (idle {idle:.0f}), {after_fds} fds")
+        if args.open > 0:
+            idle, per_episode, _, after_rss, after_fds = asyncio.run(memory(url, pid, args.open))
+            print(
+                f"memory per open episode (live interpreter): {per_episode:.1f} MiB (tree RSS, upper bound)"
+            )
+            print(f"after finishing them: {after_rss:.0f} MiB (idle {idle:.0f}), {after_fds} fds")
     os.unlink(handle.name)
 
 
