@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 
 import grpc
+import httpx
 import pytest
 
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
 from services.common.contract import EpisodeStepRequest
+from services.common.server import GraderServer
+from services.episodes.extension import episodes
 from tests.episodes.helpers import BoxedGrader, Episode, episode_settings, extension, served
+from tests.helpers import free_port, server_settings
 
 
 async def test_python_tool_episode_end_to_end() -> None:
@@ -159,3 +163,31 @@ async def test_a_step_whose_caller_hung_up_still_runs_once() -> None:
         assert retried.feedback == "<output>\n1\n</output>\n"  # ran once, answered to the retry
         after = await Episode(client, "hangup").step("```python\nprint(n)\n```", turn=2)
         assert after["feedback"] == "<output>\n1\n</output>\n"
+
+
+async def test_a_restarted_replica_flags_only_its_own_episodes() -> None:
+    port = free_port()
+
+    def replica(http_port: int) -> GraderServer:
+        return GraderServer(
+            "replica",
+            BoxedGrader(),
+            server_settings(http_port=http_port, grpc_port=-1),
+            extensions=[episodes(episode_settings())],
+        )
+
+    async with served() as (_, other):
+        survivor = Episode(other, "survivor")
+        await survivor.start()
+        await survivor.run("s = 'still'")
+        first = replica(port)
+        await first.start()
+        async with httpx.AsyncClient(base_url=first.http_url, timeout=60) as client:
+            victim = Episode(client, "victim")
+            await victim.start()
+            await victim.run("v = 1")
+            await first.stop()  # the replica dies: its episodes and interpreters are gone
+            async with replica(port):  # and comes back, empty, on the same address
+                lost = await victim.step("```python\nprint(v)\n```")
+        assert lost["status"] == "GRADER_ERROR" and lost["logs"]["episode/lost"] == 1 and lost["done"]
+        assert "still" in await survivor.run("s")  # the other replica's episode goes on
