@@ -24,7 +24,7 @@ from services.reward_rules.math.verdict import GradeOptions, MathVerdict
 
 __all__ = ["LOG_KEYS", "MathConfig", "MathGrader"]
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"  # 1.1: multiple choice through the prompt, hedges, cut-off responses
 # Past the deadline, how long score() waits for the dispatchers' own timeout verdicts.
 _SLACK_S = 0.5
 
