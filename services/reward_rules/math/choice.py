@@ -1,9 +1,12 @@
 """Multiple choice: which letter a response chooses, and what a choice reference gives.
 
-The letter an answer phrase or a box names wins over letters named elsewhere ("C,
-because A and B both fail"); outside them, a leading "B." or the last letter the
-response does not rule out ("It cannot be D", "不是 A", "A and B are wrong") counts.
-A reference may give the letter with its option's text (`(C) 12 meters`, `A. Paris`).
+A final choice is stated: by a box, an answer phrase or an explicit statement ("the
+correct option is B", "Solution: Choice_B"), or by a closing line or sentence that ends
+on a letter. Letters named while analysing options ("Option D: 78 days - too far") are
+not statements, and there is no fallback to the last letter written anywhere: a policy
+that names every letter somewhere must not be paid for it. A reference may give the
+letter with its option's text (`(C) 12 meters`, `A. Paris`); the prompt's options
+(`prompt_options`) map option text to letters both ways.
 """
 
 from __future__ import annotations
