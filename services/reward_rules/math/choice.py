@@ -57,10 +57,10 @@ def _is_pronoun(text: str, match: re.Match[str]) -> bool:
 # What states a final choice, wherever it stands: "Solution: Choice_B", "the correct option
 # is (B)", "I choose B", "option B is correct". Analysis ("Option D: 78 days - too far",
 # "Step 7: D. ... is not correct") names letters without stating them.
-_LETTER = r"[(\[]?\s*([A-J])\s*[)\]]?(?![\w(])"
+_LETTER = r"[(\[]? ?([A-J]) ?[)\]]?(?![\w(])"
 _LETTER_LIST = (
-    r"[(\[]?\s*([A-J])\s*[)\]]?(?![\w(])"
-    r"((?:\s*(?:,|/|\bor\b|\band\b|&)\s*(?:(?:option|choice)\s+)?[(\[]?\s*[A-J]\s*[)\]]?(?![\w(]))*)"
+    r"[(\[]? ?([A-J]) ?[)\]]?(?![\w(])"
+    r"((?: ?(?:,|/|\bor\b|\band\b|&) ?(?:(?:option|choice) )?[(\[]? ?[A-J] ?[)\]]?(?![\w(]))*)"
 )
 _STATEMENTS = (
     re.compile(r"\bChoice_([A-J])\b()"),
@@ -103,7 +103,7 @@ _HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|suppose|assume|assuming|check|checking|test)\s*(?:that\s+)?$", re.I
 )
 # A closing line that is only a letter: "**B**", "(B)", "B.", "B. 12 meters", "Answer: **C**".
-_LETTER_LINE = re.compile(r"^[\s*#>]*[(\[]?\s*([A-J])\s*[)\]]?(?:[.:)]\s*(?:\S.{0,100})?|\s*\**)?\s*$")
+_LETTER_LINE = re.compile(r"^[\s*#>]*+[(\[]? ?([A-J]) ?[)\]]?(?:[.:)] *(?:\S.{0,100})?|\**)?\s*$")
 _NONE_OF = re.compile(
     r"\bnone\s+of\s+(?:the\s+)?(?:above|choices|options|answers|answer\s+choices|these)\b", re.I
 )
