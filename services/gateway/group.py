@@ -88,11 +88,23 @@ class _Plan:
 
 
 def _digest(*parts: str) -> str:
+    """A digest of `parts` that no other split of the same characters gives: each part goes in with
+    its length, so no text in a prompt, datasource or response can pose as a boundary."""
     h = hashlib.blake2b(digest_size=16)
     for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
     return h.hexdigest()
+
+
+def _stated_size(text: str) -> int | None:
+    """`metadata.group_size` when it is a plain count in 1..4096, else None (the recipe's size):
+    a trainer's typo is no error, and `"²"` or five thousand digits never reach `int` unchecked."""
+    if not (0 < len(text) <= 4 and text.isascii() and text.isdigit()):
+        return None
+    size = int(text)
+    return size if 0 < size <= 4096 else None
 
 
 def incomplete(result: Result) -> Result:
@@ -169,15 +181,13 @@ class GroupTable:
         if spec.group is None:
             return None
         group_id = sample.metadata.get(GROUP_ID_KEY)
+        # The two kinds of key are tagged apart: a group id never meets a prompt of that text.
         key = (
-            _digest(recipe, "id", group_id)
+            _digest(recipe, "group_id", group_id)
             if group_id
-            else _digest(recipe, datasource_of(sample), sample.prompt)
+            else _digest(recipe, "prompt", datasource_of(sample), sample.prompt)
         )
-        size = spec.group.size
-        stated = sample.metadata.get(GROUP_SIZE_KEY, "")
-        if stated.isdigit() and 0 < int(stated) <= 4096:
-            size = int(stated)
+        size = _stated_size(sample.metadata.get(GROUP_SIZE_KEY, "")) or spec.group.size
         return _Plan(key, recipe, spec, size)
 
     # -- holding and answering --------------------------------------------------------------
