@@ -324,22 +324,21 @@ STOPS_ITS_HARNESS_CPP = r"""
 #include <unistd.h>
 int main() { long long a, b; std::cin >> a >> b;
   pid_t harness = getppid();
-  auto start = std::chrono::steady_clock::now();
   kill(harness, SIGSTOP);
   if (fork() == 0) { usleep(1600000); kill(harness, SIGCONT); _exit(0); }
-  volatile long x = 0; while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500)) x++;
+  volatile long x = 0; while (std::clock() < 3 * CLOCKS_PER_SEC / 2) x++;
   std::cout << a + b << "\n"; }
 """
 STOPS_ITS_HARNESS_PY = (
     "import os, signal, sys, time\n"
     "a, b = map(int, sys.stdin.read().split())\n"
-    "harness, start = os.getppid(), time.monotonic()\n"
+    "harness = os.getppid()\n"
     "os.kill(harness, signal.SIGSTOP)\n"
     "if os.fork() == 0:\n"
     "    time.sleep(1.6)\n"
     "    os.kill(harness, signal.SIGCONT)\n"
     "    os._exit(0)\n"
-    "while time.monotonic() - start < 1.5:\n"
+    "while time.process_time() < 1.5:\n"
     "    pass\n"
     "print(a + b)\n"
 )
@@ -349,7 +348,8 @@ STOPS_ITS_HARNESS_PY = (
 def test_a_run_that_stops_its_harness_still_has_its_time_limit(grader: CodeGrader, language: str) -> None:
     """The program stops the harness (SIGSTOP), computes past its 1 s limit, and has a helper let
     the harness go on (SIGCONT) once it is done: the harness woke to an exit status waiting and
-    passed it (the grader's own deadline allows the supervision slack on top)."""
+    passed it (the grader's own deadline allows the supervision slack on top). The program spins
+    on its own CPU clock, so a loaded machine cannot keep it under its CPU limit."""
     if language == "cpp" and shutil.which("g++") is None:
         pytest.skip("needs g++ (Debian g++)")
     cases = [("1 2\n", "3\n"), ("5 6\n", "11\n")]
