@@ -125,6 +125,10 @@ class ScoringEngine:
         await self.batcher.start()
         self._ready = True
 
+    def release(self) -> None:
+        """The server is stopping: requests held back on purpose (the gateway's group holds) are
+        answered now, inside the transports' grace period. Nothing is held here."""
+
     async def stop(self) -> None:
         self._ready = False
         await self.batcher.stop()

@@ -206,6 +206,7 @@ class GraderServer:
         if self._stopped:
             return
         self._stopped = True
+        self.engine.release()  # held requests answered before the grace period cuts them
         if self._health is not None:
             await self._health.enter_graceful_shutdown()
             await self._health.set("", NOT_SERVING)

@@ -150,6 +150,10 @@ class GroupingEngine(ScoringEngine):
             hold = min(hold, max(timeout_s - _HOLD_MARGIN_S, 0.0))
         return await self.groups.settle(samples, results, plans, arrived + hold)
 
+    def release(self) -> None:
+        if self.groups is not None:
+            self.groups.release()
+
     async def stop(self) -> None:
         if self.groups is not None:
             await self.groups.aclose()
@@ -170,6 +174,8 @@ class GroupTable:
         self._tasks: set[asyncio.Task[list[Result]]] = set()
         # Requests waiting on an open group, woken when it completes.
         self._wakers: dict[str, list[asyncio.Future[None]]] = {}
+        # The server is stopping: nobody waits for an open group any more (`release`).
+        self.released = False
 
     # -- which group a sample belongs to ----------------------------------------------------
 
@@ -252,7 +258,12 @@ class GroupTable:
         """Until every joined group's result is in, or the hold deadline."""
         groups = list({id(g): g for _, g, _ in joined}.values())
         while True:
-            unfinished = [g for g in groups if g.final is None or not g.final.done()]
+            # Once released, open groups are not waited for; groups computing their terms still are.
+            unfinished = [
+                g
+                for g in groups
+                if (g.final is None and not self.released) or (g.final is not None and not g.final.done())
+            ]
             if not unfinished:
                 return
             remaining = hold_until - time.monotonic()
@@ -342,6 +353,16 @@ class GroupTable:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         group.final = task
+
+    def release(self) -> None:
+        """Answer every request waiting for an open group now (incomplete): the server is stopping,
+        and a held request cut at its grace period would cost the trainer a retry to a gone server."""
+        self.released = True
+        for wakers in self._wakers.values():
+            for waker in wakers:
+                if not waker.done():
+                    waker.set_result(None)
+        self._wakers.clear()
 
     async def aclose(self) -> None:
         for task in list(self._tasks):
