@@ -4,13 +4,14 @@
 # regex, prometheus-client: /work/.library/device/KINDS.md). Pinned to what .venv runs here;
 # CPython 3.12, x86-64. About 11 MiB in all (the device tool carries 64 MiB): name `.whl` in the
 # run's `carry`; bench/gpu/run.sh installs them into /tmp/site there.
-#   grpcio and protobuf travel too: the committed gencode checks their versions at import.
+#   grpcio and protobuf travel too: the committed gencode checks their versions at import;
+#   opentelemetry-api: fastapi imports it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 names=(fastapi starlette uvicorn httptools pydantic pydantic-core pydantic-settings annotated-types
   typing-inspection typing-extensions python-dotenv orjson protobuf grpcio grpcio-health-checking
-  grpcio-reflection)
+  grpcio-reflection opentelemetry-api)
 pins=()
 for name in "${names[@]}"; do
   version="$(.venv/bin/python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')"
