@@ -57,6 +57,17 @@ GROUP_SIZE_KEY = "group_size"  # metadata: the group's size when the caller know
 # needs the answers of samples that have none, so they are read against this stand-in.
 EXTRACT_REFERENCE = "0"
 _HOLD_MARGIN_S = 0.1  # an explicit request timeout: answered this much before it
+# Pairwise judging costs n(n-1)/2 verdicts (two judge requests each): 16 members are 120 verdicts,
+# 32 are 496. A group larger than this (a call that stuffs one prompt's samples) is not judged.
+MAX_PAIRWISE_MEMBERS = 32
+
+
+class _StageFailed(Exception):
+    """A grader the group stage asked (votes, verdicts) failed: the terms would be made up."""
+
+    def __init__(self, detail: str, failed: float = 0.0) -> None:
+        super().__init__(detail)
+        self.failed = failed
 
 
 @dataclass(eq=False, slots=True)
@@ -374,21 +385,36 @@ class GroupTable:
 
     async def _compute(self, group: _Group) -> list[Result]:
         try:
-            return await self._terms(group)
+            return await self._terms(group, [0, 0])
+        except _StageFailed as exc:
+            # A failed vote or verdict would be a made-up term (a failed pair read as a tie favours
+            # the member that would have lost it): every member gets its per-sample reward,
+            # flagged, so the group is the same for all of them and gives no advantage signal.
+            log.warning("group stage of recipe %s: %s", group.recipe, exc)
+            out = []
+            for member in group.members:
+                early = incomplete(member.result)
+                logs = {**early.logs, "group/failed": exc.failed}
+                detail = f"{early.detail}; group terms left out: {exc}"[:2000]
+                out.append(early.model_copy(update={"logs": logs, "detail": detail}))
+            return out
         except Exception:  # the group stage never costs a reward: members keep their own
             log.exception("group stage failed for recipe %s", group.recipe)
             return [incomplete(m.result) for m in group.members]
 
-    async def _terms(self, group: _Group) -> list[Result]:
+    async def _terms(self, group: _Group, calls: list[int]) -> list[Result]:
+        """`calls`: [asked, failed] of the grader calls this stage makes (`_ask` counts them)."""
         spec = group.spec.group
         assert spec is not None
         members = group.members
+        if spec.pairwise_grader is not None and len(members) > MAX_PAIRWISE_MEMBERS:
+            raise _StageFailed(f"{len(members)} members, more than {MAX_PAIRWISE_MEMBERS} to judge in pairs")
         results = [m.result for m in members]
         correct = [r.status is Status.OK and r.score >= group_terms.PASS for r in results]
         if spec.vote_grader is not None:
-            predictions = await self._predictions(spec.vote_grader, spec.vote_requires, members)
+            predictions = await self._predictions(spec.vote_grader, spec.vote_requires, members, calls)
             vote = group_terms.majority(predictions, spec.vote_threshold)
-            agree = await self._agreement(spec.vote_grader, members, predictions, vote)
+            agree = await self._agreement(spec.vote_grader, members, predictions, vote, calls)
             correct = list(agree)
         else:
             predictions = [r.prediction if r.status is Status.OK else "" for r in results]
@@ -396,7 +422,9 @@ class GroupTable:
             agree = [bool(vote.answer) and p == vote.answer for p in predictions]
         wins = [0.5] * len(members)
         if spec.pairwise_grader is not None:
-            wins = await self._win_rates(spec.pairwise_grader, spec.pairwise_rubric, members)
+            wins = await self._win_rates(spec.pairwise_grader, spec.pairwise_rubric, members, calls)
+        if calls[1]:
+            raise _StageFailed(f"{calls[1]} of {calls[0]} grader calls failed", calls[1] / calls[0])
         views = [
             Member(len(m.sample.response), ok, p, group_terms.fingerprint(m.sample.response))
             for m, ok, p in zip(members, correct, predictions, strict=True)
@@ -436,10 +464,17 @@ class GroupTable:
             self._formulas[id(spec)] = formula
         return formula
 
-    async def _ask(self, grader: str, samples: list[Sample]) -> list[Result | None]:
-        """The grader's results for `samples` (None where it failed), through the gateway's backends."""
+    async def _ask(self, grader: str, samples: list[Sample], calls: list[int]) -> list[Result | None]:
+        """The grader's results for `samples` (None where it failed), through the gateway's
+        backends; `calls` counts them: [asked, failed]."""
         if not samples:
             return []
+        results = await self._ask_all(grader, samples)
+        calls[0] += len(results)
+        calls[1] += sum(r is None for r in results)
+        return results
+
+    async def _ask_all(self, grader: str, samples: list[Sample]) -> list[Result | None]:
         service = self.gateway.owners.get(grader)
         if service is None or service not in self.gateway.backends:
             log.warning("group stage: no service has grader %r", grader)
@@ -454,7 +489,9 @@ class GroupTable:
             return [None] * len(samples)
         return [r if r.status is Status.OK else None for r in results]
 
-    async def _predictions(self, grader: str, requires: str | None, members: Sequence[_Member]) -> list[str]:
+    async def _predictions(
+        self, grader: str, requires: str | None, members: Sequence[_Member], calls: list[int]
+    ) -> list[str]:
         """Each member's vote: the grader's prediction ("" when it has none, or lacks `requires`)."""
         asked = [
             Sample(prompt=m.sample.prompt, response=m.sample.response, label=EXTRACT_REFERENCE)
@@ -462,11 +499,16 @@ class GroupTable:
         ]
         return [
             r.prediction if r is not None and (requires is None or r.logs.get(requires) == 1.0) else ""
-            for r in await self._ask(grader, asked)
+            for r in await self._ask(grader, asked, calls)
         ]
 
     async def _agreement(
-        self, grader: str, members: Sequence[_Member], predictions: Sequence[str], vote: Vote
+        self,
+        grader: str,
+        members: Sequence[_Member],
+        predictions: Sequence[str],
+        vote: Vote,
+        calls: list[int],
     ) -> list[bool]:
         """Whether each member's answer is the majority's: graded against it (equivalent forms count)."""
         agree = [bool(vote.answer) and p == vote.answer for p in predictions]
@@ -477,11 +519,13 @@ class GroupTable:
             Sample(prompt=members[i].sample.prompt, response=members[i].sample.response, label=vote.answer)
             for i in others
         ]
-        for index, result in zip(others, await self._ask(grader, asked), strict=True):
+        for index, result in zip(others, await self._ask(grader, asked, calls), strict=True):
             agree[index] = result is not None and result.score >= group_terms.PASS
         return agree
 
-    async def _win_rates(self, grader: str, rubric: str, members: Sequence[_Member]) -> list[float]:
+    async def _win_rates(
+        self, grader: str, rubric: str, members: Sequence[_Member], calls: list[int]
+    ) -> list[float]:
         """Each member's win rate: the pairwise rubric (both orders) on every pair of the group."""
         pairs = [(i, j) for i in range(len(members)) for j in range(i + 1, len(members))]
         asked = [
@@ -493,7 +537,7 @@ class GroupTable:
             for i, j in pairs
         ]
         verdicts = {
-            pair: (result.reward if result is not None else 0.5)  # no verdict: a tie
-            for pair, result in zip(pairs, await self._ask(grader, asked), strict=True)
+            pair: (result.reward if result is not None else 0.5)  # a failure: the stage fails (`calls`)
+            for pair, result in zip(pairs, await self._ask(grader, asked, calls), strict=True)
         }
         return group_terms.win_rates(len(members), verdicts)

@@ -56,6 +56,7 @@ GROUP_LOG_KEYS = (
     "group/agree",
     "group/dup_share",
     "group/win_rate",
+    "group/failed",  # share of the group stage's grader calls (votes, verdicts) that failed
 )
 
 PASS = 0.5  # a score at or above this is a pass (math: 1 correct, 0 not)
@@ -171,4 +172,5 @@ def logs(values: dict[str, float], voting: bool) -> dict[str, float]:
         "group/agree": values["group.agree"],
         "group/dup_share": values["group.dup_share"],
         "group/win_rate": values["group.win_rate"],
+        "group/failed": 0.0,
     }
