@@ -159,7 +159,10 @@ class GroupingEngine(ScoringEngine):
         hold = self.groups.settings.group_hold_s
         if timeout_s:
             hold = min(hold, max(timeout_s - _HOLD_MARGIN_S, 0.0))
-        return await self.groups.settle(samples, results, plans, arrived + hold)
+        # A whole group's terms are due within the call's own deadline (a slow or hung judge
+        # costs the terms, never the trainer's call).
+        due = max((timeout_s or self.groups.settings.deadline_s) - _HOLD_MARGIN_S, 0.0)
+        return await self.groups.settle(samples, results, plans, arrived + hold, arrived + due)
 
     def release(self) -> None:
         if self.groups is not None:
@@ -215,7 +218,10 @@ class GroupTable:
         results: list[Result],
         plans: Sequence[_Plan | None],
         hold_until: float,
+        whole_until: float | None = None,
     ) -> list[Result]:
+        """Each sample's answer: its group's when the group completes by `hold_until` (a group
+        whole in this call: by `whole_until`), else its own, flagged incomplete."""
         out = list(results)
         by_key: dict[str, list[int]] = {}
         for index, plan in enumerate(plans):
@@ -246,11 +252,14 @@ class GroupTable:
                     joined.append((index, *found))
         try:
             await self._wait_for(joined, hold_until)
-            # A group whole in this call waits for nobody: its terms are awaited past the hold
-            # (bounded by the graders' own deadlines when it asks them for votes or verdicts).
+            # A group whole in this call waits for nobody: its terms are awaited until the call's
+            # deadline (past the hold, which is for waiting on other calls' members).
             computing = [g.final for g in whole if g.final is not None and not g.final.done()]
             if computing:
-                await asyncio.wait(computing)
+                due = hold_until if whole_until is None else whole_until
+                await asyncio.wait(computing, timeout=max(due - time.monotonic(), 0.0))
+                for late in computing:
+                    late.cancel()  # no-one will read it: its judge calls stop
         except asyncio.CancelledError:
             for _, _, member in joined:
                 member.waiters -= 1  # the client left: a retry of the sample takes its place back

@@ -173,7 +173,12 @@ async def judged() -> AsyncIterator[tuple[GraderServer, FakeOpenAI]]:
                 },
                 "judge_proxy": {
                     "upstreams": [{"name": "u0", "base_url": fake.url, "model": fake.model}],
-                    "retry": {"max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02},
+                    "retry": {
+                        "max_attempts": 2,
+                        "backoff_base_s": 0.01,
+                        "backoff_max_s": 0.02,
+                        "cooldown_after_failures": 1000,  # an outage fails fast, not cooling down
+                    },
                 },
                 "cache": {"backend": "none"},
             }
@@ -225,3 +230,19 @@ async def test_pairwise_judge_calls_are_bounded(judged: tuple[GraderServer, Fake
         results = await v1_score(http, crowd)
     assert fake.count == 0
     assert all(r.logs["group/incomplete"] == 1.0 and r.reward == 0.5 for r in results)
+
+
+async def test_a_whole_group_is_answered_within_the_call_deadline(
+    judged: tuple[GraderServer, FakeOpenAI],
+) -> None:
+    """A whole group over gRPC whose judge never answers: the call is answered inside its own
+    deadline (incomplete, the per-sample reward), never a DEADLINE_EXCEEDED for the trainer."""
+    server, _ = judged
+    prompt = f"Question hang {directive(hang=True)}"
+    samples = [Sample(prompt=prompt, response=f"answer {i}", label=pairwise_label(4)) for i in range(4)]
+    client = ArbiterClient(grpc_target=server.grpc_target)
+    try:
+        reply = await client.score(samples, timeout_s=3)
+    finally:
+        await client.aclose()
+    assert all(r.logs["group/incomplete"] == 1.0 and r.reward == 0.5 for r in reply.results)
