@@ -58,7 +58,8 @@ GROUP_SIZE_KEY = "group_size"  # metadata: the group's size when the caller know
 EXTRACT_REFERENCE = "0"
 _HOLD_MARGIN_S = 0.1  # an explicit request timeout: answered this much before it
 # Pairwise judging costs n(n-1)/2 verdicts (two judge requests each): 16 members are 120 verdicts,
-# 32 are 496. A group larger than this (a call that stuffs one prompt's samples) is not judged.
+# 32 are 496. A group larger than this and than its recipe's size (a call that stuffs one
+# prompt's samples) is not judged.
 MAX_PAIRWISE_MEMBERS = 32
 
 
@@ -416,8 +417,9 @@ class GroupTable:
         spec = group.spec.group
         assert spec is not None
         members = group.members
-        if spec.pairwise_grader is not None and len(members) > MAX_PAIRWISE_MEMBERS:
-            raise _StageFailed(f"{len(members)} members, more than {MAX_PAIRWISE_MEMBERS} to judge in pairs")
+        most = max(MAX_PAIRWISE_MEMBERS, spec.size)  # a configured size is always judged
+        if spec.pairwise_grader is not None and len(members) > most:
+            raise _StageFailed(f"{len(members)} members, more than {most} to judge in pairs")
         results = [m.result for m in members]
         correct = [r.status is Status.OK and r.score >= group_terms.PASS for r in results]
         if spec.vote_grader is not None:

@@ -246,3 +246,26 @@ async def test_a_whole_group_is_answered_within_the_call_deadline(
     finally:
         await client.aclose()
     assert all(r.logs["group/incomplete"] == 1.0 and r.reward == 0.5 for r in reply.results)
+
+
+# -- retries ---------------------------------------------------------------------------------
+
+
+async def test_a_retry_after_a_hang_up_is_counted_once(gateway: GraderServer) -> None:
+    """A client gives up on a held sample and retries it: the retry takes the sample's place, the
+    group completes with its true size, and the retry gets the full answer."""
+    label = ref.label("kimi_length", 3)
+    prompt = "Q retry"
+    async with httpx.AsyncClient(base_url=gateway.http_url, timeout=60) as http:
+        body = {"query": [prompt + "\\boxed{42}"], "prompts": [prompt], "labels": [label]}
+        with pytest.raises(httpx.TimeoutException):
+            await http.post("/get_reward", json=body, timeout=0.3)  # hangs up while held
+        replies = await asyncio.gather(
+            get_reward(http, prompt, "\\boxed{42}", label),  # the retry
+            get_reward(http, prompt, "\\boxed{42} and more", label),
+            get_reward(http, prompt, "\\boxed{41}", label),
+        )
+    for data in replies:
+        assert data["extra_logs"]["group/incomplete"] == [0.0]
+        assert data["extra_logs"]["group/size"] == [3.0]
+    assert [d["rewards"][0] for d in replies] == pytest.approx([1.5, 0.5, 0.0])
