@@ -269,3 +269,20 @@ async def test_a_retry_after_a_hang_up_is_counted_once(gateway: GraderServer) ->
         assert data["extra_logs"]["group/incomplete"] == [0.0]
         assert data["extra_logs"]["group/size"] == [3.0]
     assert [d["rewards"][0] for d in replies] == pytest.approx([1.5, 0.5, 0.0])
+
+
+async def test_a_huge_claimed_group_size_holds_no_sample_past_its_hold(gateway: GraderServer) -> None:
+    """`group_size: 4096` on one sample: it is answered at its hold deadline with its own reward,
+    incomplete, and its recipe's other groups are untouched."""
+    label = ref.label("kimi_length", 2)
+    async with httpx.AsyncClient(base_url=gateway.http_url, timeout=60) as http:
+        big = Sample(prompt="Q huge", response="\\boxed{42}", label=label, metadata={"group_size": "4096"})
+        honest = [
+            Sample(prompt="Q honest", response=r, label=label) for r in ("\\boxed{42}", "\\boxed{42}!!")
+        ]
+        (held,), first, second = await asyncio.gather(
+            v1_score(http, [big]), v1_score(http, honest[:1]), v1_score(http, honest[1:])
+        )
+    assert held.reward == 1.0 and held.logs["group/incomplete"] == 1.0
+    assert [first[0].reward, second[0].reward] == pytest.approx([1.5, 0.5])
+    assert first[0].logs["group/incomplete"] == second[0].logs["group/incomplete"] == 0.0
