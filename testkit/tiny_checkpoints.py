@@ -20,6 +20,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -47,7 +48,7 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def build_tokenizer(vocab_size: int = 400, extra_special: Sequence[str] = ()) -> object:
+def build_tokenizer(vocab_size: int = 400, extra_special: Sequence[str] = ()) -> Any:
     """A PreTrainedTokenizerFast trained in memory (byte-level BPE), with a chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -101,7 +102,7 @@ def build(
     tokenizer = build_tokenizer(vocab_size)
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        vocab_size=len(tokenizer),
         hidden_size=hidden,
         intermediate_size=hidden * 2 + hidden // 2,
         num_hidden_layers=layers,
@@ -109,9 +110,9 @@ def build(
         num_key_value_heads=kv_heads,
         max_position_embeddings=4096,
         initializer_range=0.1,
-        bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
-        eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
-        pad_token_id=tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
     )
     base = LlamaModel(config).eval()
@@ -132,7 +133,7 @@ def build(
         std=std,
     )
     (openrlhf_dir / "config.json").write_text(json.dumps(data, indent=2))
-    tokenizer.save_pretrained(str(openrlhf_dir))  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(str(openrlhf_dir))
 
     hf_dir = root / "hf_seqcls_rm"
     cls_data = {k: v for k, v in config.to_dict().items() if k not in ("id2label", "label2id")}
@@ -142,7 +143,7 @@ def build(
     with torch.no_grad():
         classifier.score.weight.copy_(head.weight)
     classifier.save_pretrained(str(hf_dir))
-    tokenizer.save_pretrained(str(hf_dir))  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(str(hf_dir))
     return TinyCheckpoints(openrlhf=openrlhf_dir, hf=hf_dir, mean=mean, std=std)
 
 
@@ -165,12 +166,12 @@ def build_prm(
 
     tokenizer = build_tokenizer(vocab_size, extra_special=[PRM_SEPARATOR])
     special = {
-        "bos_token_id": tokenizer.bos_token_id,  # type: ignore[attr-defined]
-        "eos_token_id": tokenizer.eos_token_id,  # type: ignore[attr-defined]
-        "pad_token_id": tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
     }
     shape = {
-        "vocab_size": len(tokenizer),  # type: ignore[arg-type]
+        "vocab_size": len(tokenizer),
         "hidden_size": hidden,
         "intermediate_size": hidden * 2 + hidden // 2,
         "num_hidden_layers": layers,
@@ -201,12 +202,12 @@ def build_prm(
     data.pop("id2label", None)
     data.pop("label2id", None)
     (qwen_dir / "config.json").write_text(json.dumps(data, indent=2))
-    tokenizer.save_pretrained(str(qwen_dir))  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(str(qwen_dir))
 
     cls_dir = root / "llama_token_prm"
     classifier = LlamaForTokenClassification(LlamaConfig(**shape, num_labels=2)).eval()
     with torch.no_grad():
         torch.nn.init.normal_(classifier.score.weight, std=0.08)
     classifier.save_pretrained(str(cls_dir))
-    tokenizer.save_pretrained(str(cls_dir))  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(str(cls_dir))
     return TinyPRMs(qwen=qwen_dir, token_cls=cls_dir)

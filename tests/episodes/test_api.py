@@ -114,7 +114,7 @@ async def test_start_is_idempotent_and_bounded() -> None:
 
 async def test_the_grpc_episode_service() -> None:
     async with served() as (server, _), grpc.aio.insecure_channel(server.grpc_target) as channel:
-        stub = pb_grpc.EpisodeServiceStub(channel)
+        stub = pb_grpc.EpisodeServiceStub(channel)  # type: ignore[no-untyped-call]
         started = await stub.StartEpisode(
             pb.EpisodeStartRequest(episode_id="g", environment="python_tool", prompt="q", label="7")
         )

@@ -27,7 +27,7 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from transformers import AutoTokenizer
 
     path = tmp_path_factory.mktemp("tok")
-    build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
+    build_tokenizer().save_pretrained(path)
     return AutoTokenizer.from_pretrained(path)
 
 

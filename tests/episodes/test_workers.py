@@ -29,7 +29,7 @@ def test_episodes_with_two_workers() -> None:
     argv = [sys.executable, "-m", "services.cli", "serve", "reward_rules", "--workers", "2"]
     with ServiceProcess(argv, f"http://127.0.0.1:{http}/readyz", env=env, start_timeout_s=120):
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
-            stub = pb_grpc.EpisodeServiceStub(channel)
+            stub = pb_grpc.EpisodeServiceStub(channel)  # type: ignore[no-untyped-call]
             for n in range(4):  # one connection: every call reaches the worker that holds them
                 episode = f"w{n}"
                 start = pb.EpisodeStartRequest(episode_id=episode, environment="python_tool", label="1")

@@ -78,9 +78,12 @@ def _softmax1(row: Sequence[float]) -> float:
 
 def aggregate(scores: Sequence[float], how: str) -> float:
     """Written apart from services/reward_rm/steps.py on purpose."""
-    return {
-        "min": lambda: min(scores),
-        "last": lambda: scores[-1],
-        "mean": lambda: sum(scores) / len(scores),
-        "product": lambda: math.prod(scores),
-    }[how]()
+    if how == "min":
+        return min(scores)
+    if how == "last":
+        return scores[-1]
+    if how == "mean":
+        return sum(scores) / len(scores)
+    if how == "product":
+        return math.prod(scores)
+    raise ValueError(f"unknown aggregate {how!r}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 
@@ -68,7 +69,7 @@ def batches(count: int, seed: int) -> Iterator[list[int]]:
 @pytest.mark.parametrize("kind", ["openrlhf", "hf"])
 @pytest.mark.parametrize("padding_side", ["left", "right"])
 async def test_rewards_match_direct_hf_forward(
-    tiny: TinyCheckpoints, references: dict[str, Reference], kind: str, padding_side: str
+    tiny: TinyCheckpoints, references: dict[str, Reference], kind: str, padding_side: Literal["left", "right"]
 ) -> None:
     ref = references[kind]
     checkpoint = tiny.openrlhf if kind == "openrlhf" else tiny.hf

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -41,7 +41,10 @@ async def scored(settings: RMServiceSettings, samples: list[Sample]) -> list[Any
 @pytest.mark.parametrize("endpoint", ["classify", "pooling"])
 @pytest.mark.parametrize("server_normalizes", [True, False])
 async def test_same_rewards_as_the_transformers_backend(
-    tiny: TinyCheckpoints, reference: Reference, endpoint: str, server_normalizes: bool
+    tiny: TinyCheckpoints,
+    reference: Reference,
+    endpoint: Literal["classify", "pooling"],
+    server_normalizes: bool,
 ) -> None:
     samples = mixed_samples(10, seed=11)
     local = await scored(RMServiceSettings(checkpoint=str(tiny.openrlhf)), samples)

@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import pytest
@@ -87,7 +88,7 @@ def vllm_url(
 
 @pytest.mark.parametrize("endpoint", ["classify", "pooling"])
 async def test_real_vllm_gives_the_transformers_rewards(
-    tiny: TinyCheckpoints, vllm_url: str, endpoint: str
+    tiny: TinyCheckpoints, vllm_url: str, endpoint: Literal["classify", "pooling"]
 ) -> None:
     samples = mixed_samples(16, seed=21)
     local = RMGrader(RMServiceSettings(checkpoint=str(tiny.openrlhf)))

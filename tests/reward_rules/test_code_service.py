@@ -107,14 +107,14 @@ def test_sandboxfusion_backend_scores_every_format(sandboxfusion_url: str) -> No
 def test_without_bubblewrap_the_service_serves_the_other_graders(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from services.common.contract import Sample, Status
+    from services.common.contract import Result, Sample, Status
     from services.reward_rules import service
     from services.reward_rules.settings import RulesServiceSettings
 
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine where `bwrap` is not found
     rules = service.build_grader(RulesServiceSettings())
 
-    async def run() -> list[object]:
+    async def run() -> list[Result]:
         try:
             return await rules.score(
                 [
@@ -129,6 +129,6 @@ def test_without_bubblewrap_the_service_serves_the_other_graders(
             await rules.aclose()
 
     math_result, code_result = asyncio.run(run())
-    assert math_result.status is Status.OK and math_result.reward == 1.0  # type: ignore[attr-defined]
-    assert code_result.status is Status.GRADER_ERROR  # type: ignore[attr-defined]
-    assert "bubblewrap" in code_result.detail  # type: ignore[attr-defined]
+    assert math_result.status is Status.OK and math_result.reward == 1.0
+    assert code_result.status is Status.GRADER_ERROR
+    assert "bubblewrap" in code_result.detail

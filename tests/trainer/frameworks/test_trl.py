@@ -29,20 +29,20 @@ def tiny_model(root: Path) -> tuple[Path, Any]:
     tokenizer = build_tokenizer()
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        vocab_size=len(tokenizer),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=1,
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
-        eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
-        pad_token_id=tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     path = root / "tiny-policy"
     LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(path)
     return path, tokenizer
 
 

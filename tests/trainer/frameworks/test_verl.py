@@ -47,7 +47,7 @@ def compose(overrides: list[str]) -> Any:
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("tiny-tokenizer")
-    build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
+    build_tokenizer().save_pretrained(path)
     return path
 
 

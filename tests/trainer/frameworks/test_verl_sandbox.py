@@ -37,7 +37,7 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from testkit.tiny_checkpoints import build_tokenizer
 
     path = tmp_path_factory.mktemp("tiny-tokenizer")
-    build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
+    build_tokenizer().save_pretrained(path)
     return path
 
 
