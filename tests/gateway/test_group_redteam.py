@@ -286,3 +286,14 @@ async def test_a_huge_claimed_group_size_holds_no_sample_past_its_hold(gateway: 
     assert held.reward == 1.0 and held.logs["group/incomplete"] == 1.0
     assert [first[0].reward, second[0].reward] == pytest.approx([1.5, 0.5])
     assert first[0].logs["group/incomplete"] == second[0].logs["group/incomplete"] == 0.0
+
+
+async def test_an_empty_response_is_a_vote_for_nothing_not_a_stage_failure(gateway: GraderServer) -> None:
+    """TTRL with an empty or unreadable response in the group: that member has no vote, the
+    others' majority still pays them (the group stage did not fail)."""
+    label = ref.label("ttrl", 4)
+    responses = ["", "\\boxed{42}", "The answer is \\boxed{42}.", "\x00\ud7ff \\boxed{}"]
+    async with httpx.AsyncClient(base_url=gateway.http_url, timeout=60) as http:
+        results = await v1_score(http, [Sample(prompt="Q empty", response=r, label=label) for r in responses])
+    assert [r.reward for r in results] == [0.0, 1.0, 1.0, 0.0], [r.detail for r in results]
+    assert all(r.logs["group/incomplete"] == 0.0 and r.logs["group/failed"] == 0.0 for r in results)
