@@ -15,6 +15,7 @@ once). Groups left behind by a grader that died are removed when the next one st
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -26,6 +27,11 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _PREFIX = "arbiter-code-"
+
+
+class MemoryBelowUse(Exception):
+    """A memory limit below what the sandbox's processes already hold (the kernel answers EBUSY):
+    no program can run under it, so it is the run's memory verdict, never an infrastructure error."""
 
 
 def _v1_mounts() -> dict[str, Path]:
@@ -113,7 +119,14 @@ class SandboxCgroup:
     def set_memory_limit(self, memory_bytes: int) -> None:
         with contextlib.suppress(OSError):  # memsw must stay >= limit: raise it first, lower it last
             (self.memory / "memory.memsw.limit_in_bytes").write_text(str(max(memory_bytes, self._limit())))
-        (self.memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        try:
+            (self.memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                raise MemoryBelowUse(
+                    f"a memory limit of {memory_bytes >> 20} MB is below what the sandbox holds"
+                ) from None
+            raise
         with contextlib.suppress(OSError):
             (self.memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
 

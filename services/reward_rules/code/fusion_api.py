@@ -302,6 +302,11 @@ class FusionRunner:
             files, message = self._fetch(session, fetches) if fetches else ({}, "")
         except Cancelled:
             return sandbox_error("cancelled: the caller hung up or the time ran out")
+        except CandidateFailure as exc:  # before the run: a memory limit below the sandbox's own use
+            if cancel.cancelled:
+                return sandbox_error("cancelled: the caller hung up or the time ran out")
+            note = f"killed: over the memory limit of {memory_mb} MB ({exc.message})\n"
+            return _response("Failed", "", compile_result, _command("Finished", 0.0, -9, "", note))
         except InfrastructureError as exc:
             return sandbox_error(str(exc)[:500])
         finally:

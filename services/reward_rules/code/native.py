@@ -36,6 +36,7 @@ from services.reward_rules.code.session import (
     TIMEOUT,
     CandidateFailure,
     InfrastructureError,
+    MemoryTooSmall,
     Session,
     last_line,
 )
@@ -276,6 +277,8 @@ def prepare_binary(
             return unkept.message
         result = Compiled(None, detail or "the compiler failed")
         return result.message
+    except MemoryTooSmall:
+        raise  # the run's limit, not the source's: no outcome kept, a waiter compiles it itself
     except CandidateFailure as exc:
         unkept = Compiled(
             None, f"compiling: {TIMEOUT if exc.reason == TIMEOUT else exc.reason} {exc.message}".strip()

@@ -20,7 +20,7 @@ from collections import deque
 from pathlib import Path
 
 from services.reward_rules.code.backends.base import SandboxLike
-from services.reward_rules.code.cgroups import CgroupManager, SandboxCgroup
+from services.reward_rules.code.cgroups import CgroupManager, MemoryBelowUse, SandboxCgroup
 from services.reward_rules.code.runner import LanguageRunner
 from services.reward_rules.code.sandbox import Limits, Mode, Sandbox, bwrap_path
 from services.reward_rules.code.seccomp import filter_program
@@ -162,7 +162,11 @@ class SandboxPool:
         self._wake.set()
         if sandbox is None:
             sandbox = self._launch()
-        self.set_memory_limit(sandbox, memory_bytes)
+        try:
+            self.set_memory_limit(sandbox, memory_bytes)
+        except MemoryBelowUse:
+            self.release(sandbox)
+            raise
         return sandbox
 
     def set_memory_limit(self, sandbox: SandboxLike, memory_bytes: int) -> None:

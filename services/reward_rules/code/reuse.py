@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 
 from services.reward_rules.code.backends.base import SandboxLike
+from services.reward_rules.code.cgroups import MemoryBelowUse
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.sandbox import SAMPLE_OP, Sandbox, SandboxError, proven_clean
 
@@ -75,7 +76,11 @@ class ReusedSandboxes:
             if idle is None:
                 break
             sandbox, state = idle
-            self.pool.set_memory_limit(sandbox, memory_bytes)
+            try:
+                self.pool.set_memory_limit(sandbox, memory_bytes)
+            except MemoryBelowUse:
+                self.pool.release(sandbox)  # its limit half-set: never reused
+                raise
             state.oom_before = sandbox.oom_kills()
             if not _begin(sandbox):
                 self.pool.release(sandbox)

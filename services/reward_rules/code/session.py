@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from services.reward_rules.code.backends.base import SandboxLike, SandboxSource
+from services.reward_rules.code.cgroups import MemoryBelowUse
 from services.reward_rules.code.harness import (
     CandidateError,
     CodecError,
@@ -50,6 +51,11 @@ class CandidateFailure(BaseException):
         super().__init__(f"{reason}: {message}" if message else reason)
         self.reason = reason
         self.message = message
+
+
+class MemoryTooSmall(CandidateFailure):
+    """A run's memory limit below what its sandbox already holds (cgroups.MemoryBelowUse): the
+    program's memory verdict. Never a compile's result: native.py keeps no outcome for it."""
 
 
 def last_line(data: bytes) -> str:
@@ -103,15 +109,22 @@ _SAMPLE_ENDED = SandboxError("died", "the program exited")
 S = TypeVar("S", bound=SandboxLike)
 
 
-def start_sandbox(acquire: Callable[[], S], discard: Callable[[S], None], what: str) -> S:
+def start_sandbox(
+    acquire: Callable[[], S], discard: Callable[[S], None], what: str, run_memory: bool = False
+) -> S:
     """A sandbox from `acquire()` whose harness answered; a launch that failed fast (not a
-    timeout) is tried once more. InfrastructureError (never the program's fault) otherwise."""
+    timeout) is tried once more. InfrastructureError (never the program's fault) otherwise; but
+    with `run_memory` (the limit is the run's), a harness killed for memory before it answered
+    is MemoryTooSmall: no program fits that limit."""
     for attempt in range(2):
         sandbox = acquire()
         try:
             sandbox.wait_ready(time.monotonic() + START_TIMEOUT_S)
         except SandboxError as exc:
+            oom = run_memory and sandbox.oom_kills() > 0
             discard(sandbox)
+            if oom:
+                raise MemoryTooSmall(MEMORY, "the sandbox could not start under the memory limit") from None
             if attempt or exc.kind == "timeout":
                 raise InfrastructureError(f"{what} did not start: {exc}; {sandbox.stderr_text()}") from exc
             continue
@@ -161,9 +174,12 @@ class Session:
                 raise CandidateFailure(self.failure.reason, "not run: the program kept failing")
             self.restarts_left -= 1
             self.failure = None
-        self.sandbox = start_sandbox(
-            lambda: self.pool.acquire(self.memory_bytes), self.pool.release, "sandbox"
-        )
+        try:
+            self.sandbox = start_sandbox(
+                lambda: self.pool.acquire(self.memory_bytes), self.pool.release, "sandbox", run_memory=True
+            )
+        except MemoryBelowUse as exc:
+            raise MemoryTooSmall(MEMORY, str(exc)) from None
         self.reusable = True
         return self.sandbox
 
@@ -191,7 +207,11 @@ class Session:
     def set_memory(self, memory_bytes: int) -> None:
         """Changes the running sandbox's memory limit (a compile may need more than the tests)."""
         if self.sandbox is not None:
-            self.pool.set_memory_limit(self.sandbox, memory_bytes)
+            try:
+                self.pool.set_memory_limit(self.sandbox, memory_bytes)
+            except MemoryBelowUse as exc:
+                self.reusable = False
+                raise MemoryTooSmall(MEMORY, str(exc)) from None
 
     def exchange(self, message: dict[str, Any], deadline: float, max_reply: int) -> dict[str, Any]:
         """One request to the sandbox (started if need be); a failure is the candidate's."""

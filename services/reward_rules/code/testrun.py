@@ -32,6 +32,7 @@ from services.reward_rules.code.session import (
     WRONG,
     CandidateFailure,
     InfrastructureError,
+    MemoryTooSmall,
     Session,
     StdioRun,
     TimeRule,
@@ -341,12 +342,16 @@ def _run_cases(
     compile_started = time.monotonic()
     if build is not None:
         # waiting for the same program's compile elsewhere included
-        error = prepare_binary(
-            session, build, compile_started + session.time_rule.wall(build.time_limit_s) + 5.0
-        )
+        reason = COMPILE
+        try:
+            error = prepare_binary(
+                session, build, compile_started + session.time_rule.wall(build.time_limit_s) + 5.0
+            )
+        except MemoryTooSmall as exc:  # the label's memory limit is below what a sandbox holds
+            reason, error = MEMORY, exc.message
         if error is not None:  # every test fails with it: the totals stay the label's
             cases = range(1, len(tests.cases) + 1)
-            report.outcomes = [CaseOutcome(f"case {index}", False, COMPILE, error[:300]) for index in cases]
+            report.outcomes = [CaseOutcome(f"case {index}", False, reason, error[:300]) for index in cases]
             return
     if isinstance(checker, NativeChecker):
         checker.prepare()  # LabelError if the label's checker does not compile
