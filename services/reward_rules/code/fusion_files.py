@@ -39,7 +39,11 @@ def confined_path(path: str) -> str:
     parts = plain.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise FilesRefused(f"file path {path[:100]!r}: '..', '.' and empty steps are not allowed")
-    if len(plain.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES or len(parts) > MAX_DEPTH:
+    try:
+        size = len(plain.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a lone surrogate that JSON's \ud800 escapes let in: no file name
+        raise FilesRefused(f"file path {path[:100]!r}: not a file name") from None
+    if size > MAX_PATH_BYTES or len(parts) > MAX_DEPTH:
         raise FilesRefused(f"file path {path[:100]!r}: too long or too deep")
     if plain in _HARNESS_FILES:
         raise FilesRefused(f"file path {path!r} is reserved by the sandbox")

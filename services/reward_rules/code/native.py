@@ -130,13 +130,15 @@ def cache_key(
     source: str, argv: list[str], files: dict[str, str] | None = None, limits: tuple[float, ...] = ()
 ) -> str:
     """The compile's identity: the source, the whole command, the files beside it, and the limits
-    it ran under (`limits`: its memory bytes and time limit)."""
-    digest = hashlib.sha256("\0".join(argv).encode())
+    it ran under (`limits`: its memory bytes and time limit). Encoded with surrogatepass: any str,
+    a lone surrogate (a JSON escape let it in) included, has its one key (never an exception)."""
+    digest = hashlib.sha256("\0".join(argv).encode("utf-8", "surrogatepass"))
     digest.update(("\0\2" + ",".join(f"{limit!r}" for limit in limits)).encode())
     for name, text in sorted((files or {}).items()):
-        digest.update(b"\0\1" + name.encode() + b"\0" + hashlib.sha256(text.encode()).digest())
+        named = name.encode("utf-8", "surrogatepass") + b"\0"
+        digest.update(b"\0\1" + named + hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
     digest.update(b"\0\0")
-    digest.update(source.encode("utf-8", "surrogateescape"))
+    digest.update(source.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
