@@ -60,12 +60,35 @@ async def test_queues_are_bounded_in_all_and_per_caller() -> None:
     other = asyncio.ensure_future(slots.acquire("b", 60))  # b still has room
     await _settle()
     assert slots.queued == 3
+    late = asyncio.ensure_future(slots.acquire("c", 60))  # the queue is full: a, with the most, gives one up
+    await _settle()
+    assert slots.queued == 3 and not late.done()
     with pytest.raises(Overloaded):
-        await slots.acquire("c", 60)  # the whole queue is full
-    for task in [*waiting, other]:
+        await waiting[1]  # a's newest, refused as if it had found the queue full
+    with pytest.raises(Overloaded):
+        await slots.acquire("d", 60)  # the whole queue is full, and no caller holds more than its share
+    for task in [waiting[0], other, late]:
         task.cancel()
-    await asyncio.gather(*waiting, other, return_exceptions=True)
+    await asyncio.gather(waiting[0], other, late, return_exceptions=True)
     assert slots.queued == 0 and slots.busy == 1
+
+
+async def test_one_caller_s_flood_cannot_keep_another_out_of_the_queue() -> None:
+    slots = FairSlots(slots=1, per_caller=0, max_waiting=4, max_waiting_per_caller=0)
+    await slots.acquire("a", 1)
+    flood = [asyncio.ensure_future(slots.acquire("a", 60)) for _ in range(4)]
+    await _settle()
+    honest = asyncio.ensure_future(slots.acquire("b", 60))
+    await _settle()
+    assert sum(task.done() for task in flood) == 1 and not honest.done()
+    slots.release("a")  # a's turn (its queue came first)...
+    await _settle()
+    slots.release("a")  # ...then b's, not behind a's other waiting requests
+    await asyncio.wait_for(honest, 5)
+    for task in flood:
+        task.cancel()
+    await asyncio.gather(*flood, return_exceptions=True)
+    assert slots.queued == 0 and slots.running["b"] == 1
 
 
 async def test_a_wait_past_its_limit_is_overloaded_and_leaves_no_trace() -> None:

@@ -4,7 +4,9 @@
 there cannot delay a graded sample (the third red team's starvation: two sleeping calls held an
 honest sample back from 0.01 s to 6.5 s). Within `/run_code`, a caller's burst cannot hold the
 others back either: a freed slot goes to the waiting callers in turn (round-robin), one caller
-holds at most `per_caller` slots, and each caller has a bounded queue of its own. A request that
+holds at most `per_caller` slots, and each caller has a bounded queue of its own; a full queue
+makes room for a caller with fewer waiting by refusing the newest request of the one with the
+most (a single caller's flood kept every other caller out before). A request that
 finds its queue full, or waits longer than it may, is refused at once (`Overloaded`: the route
 answers 504, which veRL's client retries) rather than answered after its caller gave up.
 
@@ -47,6 +49,8 @@ class FairSlots:
         """A slot for `caller` within `wait_s`, else Overloaded. Cancellation-safe: a request whose
         client left gives back the slot it was just handed, or its place in the queue."""
         queue = self._waiting.get(caller)
+        if self._queued >= self.max_waiting and (queue is None or len(queue) < self.max_waiting_per_caller):
+            self._evict_for(caller)  # a full queue: the caller with the most waiting gives one up
         if self._queued >= self.max_waiting or (
             queue is not None and len(queue) >= self.max_waiting_per_caller
         ):
@@ -69,6 +73,22 @@ class FairSlots:
             return
         self._abandon(caller, waiter)
         raise Overloaded(f"no /run_code slot within {wait_s:g} s ({self._busy} running)")
+
+    def _evict_for(self, caller: str) -> None:
+        """Makes room in a full queue for `caller` by refusing the newest request of the caller
+        with the most waiting, if that is at least two more than `caller`'s own: one caller's
+        flood fills the queue, but cannot keep another caller's request out of it (its evicted
+        request is answered Overloaded, as if it had found the queue full)."""
+        own = len(self._waiting.get(caller) or ())
+        largest = max(self._waiting, key=lambda other: len(self._waiting[other]), default=None)
+        if largest is None or largest == caller or len(self._waiting[largest]) < own + 2:
+            return
+        queue = self._waiting[largest]
+        waiter = queue.pop()
+        self._queued -= 1
+        if not queue:
+            del self._waiting[largest]
+        waiter.cancel()  # its acquire wakes, finds it cancelled and raises Overloaded
 
     def _abandon(self, caller: str, waiter: asyncio.Future[None]) -> None:
         """A wait that ended without its slot being used: the slot back, or its place in the queue."""
