@@ -188,7 +188,7 @@ class FusionRunner:
         run_code_max_wait_s or the run overruns its time, else SandboxFusion's JSON."""
         config = self.grader.config
         try:
-            uploads = upload_plan(request.files, config.run_code_max_files, config.run_code_files_mb << 20)
+            uploads = upload_plan(request.files, config.run_code_max_files, self._upload_bytes())
             fetches = fetch_plan(request.fetch_files, config.run_code_max_files)
         except FilesRefused as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
@@ -216,6 +216,12 @@ class FusionRunner:
             if not future.done():
                 cancel.cancel()  # the client left (this task was cancelled), or the time is up
         return JSONResponse(answer)
+
+    def _upload_bytes(self) -> int:
+        """What a request may upload: run_code_files_mb, and never more than the sandbox's /tmp
+        holds (past it the upload failed in the sandbox, a SandboxError blamed on the service)."""
+        config = self.grader.config
+        return min(config.run_code_files_mb, config.tmpfs_mb) << 20
 
     def _compile_s(self, request: RunCodeRequest) -> float:
         """The compile limit a request's run may spend: none for an interpreted language."""
@@ -257,9 +263,7 @@ class FusionRunner:
             return sandbox_error(f"{language} needs the code grader's local sandbox backend")
         if uploads is None or fetches is None:
             try:
-                uploads = upload_plan(
-                    request.files, config.run_code_max_files, config.run_code_files_mb << 20
-                )
+                uploads = upload_plan(request.files, config.run_code_max_files, self._upload_bytes())
                 fetches = fetch_plan(request.fetch_files, config.run_code_max_files)
             except FilesRefused as exc:
                 return sandbox_error(str(exc))
