@@ -436,3 +436,38 @@ def test_a_response_with_a_lone_surrogate_in_its_cpp_block_is_a_verdict(grader: 
     sample = Sample(response="```cpp\nint main(){} // \ud800\n```", label=json.dumps(label))
     (result,) = score(grader, sample)
     assert result.status == Status.OK and result.reward == 0.0, result
+
+
+# ------------------------------------------------------------------ what a compile can read
+
+
+COMPILE_READS = [
+    pytest.param("cpp", '#include "/dev/zero"\nint main(){}\n', marks=needs("g++"), id="cpp-dev-zero"),
+    pytest.param(
+        "rust",
+        'static Z: &[u8] = include_bytes!("/dev/zero");\nfn main(){ println!("{}", Z.len()); }\n',
+        marks=needs("rustc"),
+        id="rust-dev-zero",
+    ),
+]
+
+
+@pytest.mark.parametrize(("language", "code"), COMPILE_READS)
+async def test_a_compile_that_reads_an_endless_file_is_the_program_s_compile_error(
+    rules: GraderServer, language: str, code: str
+) -> None:
+    answer = await run_code(rules, body(code, language, timeout=10))
+    assert answer["status"] == "Failed" and answer["run_result"] is None, answer
+    assert answer["compile_result"]["return_code"] != 0 or answer["compile_result"]["status"] != "Finished"
+    await served_honestly(rules)
+
+
+@needs("rustc")
+async def test_a_compile_sees_only_the_sandbox_s_own_environment(rules: GraderServer) -> None:
+    """What a compile-time read of its environment bakes into a (cached, shared) binary holds no
+    secret of the service: only the sandbox's fixed variables."""
+    code = 'static E: &str = include_str!("/proc/self/environ");\nfn main(){ print!("{}", E); }\n'
+    answer = await run_code(rules, body(code, "rust"))
+    assert answer["status"] == "Success", answer
+    names = {item.split("=", 1)[0] for item in answer["run_result"]["stdout"].split("\0") if item}
+    assert names <= {"PATH", "HOME", "LANG", "TMPDIR", "ARBITER_SANDBOX", "PWD"}, names
