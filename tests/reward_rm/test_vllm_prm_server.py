@@ -7,24 +7,16 @@ backend's. Runs and skips like test_vllm_server.py (the same venv).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
 from services.common.contract import Status
-from services.reward_rm.checkpoint import read_checkpoint
 from services.reward_rm.grader import RMGrader
-from services.reward_rm.launch import LaunchOptions, vllm_command
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
 from testkit.tiny_checkpoints import TinyPRMs
-from tests.helpers import free_port
-from tests.reward_rm import vllm_venv
 from tests.reward_rm.test_prm import step_samples
+from tests.reward_rm.vllm_server import serve_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
 
@@ -33,49 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
 def prm_url(
     tiny_prm: TinyPRMs, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[str]:
-    asked = "vllm" in (request.config.option.markexpr or "") or os.environ.get("ARBITER_VLLM_CREATE") == "1"
-    if not asked and not vllm_venv.has_vllm(vllm_venv.venv_python()):
-        pytest.skip(f"no vLLM venv at {vllm_venv.venv_dir()}: `pytest -m vllm tests/reward_rm` creates it")
-    try:
-        python = vllm_venv.ensure()
-    except (vllm_venv.VenvError, OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"no vLLM CPU venv at {vllm_venv.venv_dir()} and it cannot be created here: {exc}")
-    port = free_port()
-    options = LaunchOptions(
-        port=port,
-        python=str(python),
-        dtype="float32",
-        max_model_len=2048,
-        served_model_name="prm",
-        extra=("--gpu-memory-utilization", "0.2"),
-    )
-    log_path: Path = tmp_path_factory.mktemp("vllm_prm") / "server.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            vllm_command(read_checkpoint(tiny_prm.qwen), options), stdout=log, stderr=subprocess.STDOUT
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM server exited ({proc.returncode}):\n{log_path.read_text()[-4000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        else:
-            pytest.fail(f"vLLM server not healthy in 600 s:\n{log_path.read_text()[-4000:]}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from serve_vllm(tiny_prm.qwen, "prm", tmp_path_factory.mktemp("vllm_prm"), request)
 
 
 async def test_real_vllm_gives_the_transformers_step_scores(tiny_prm: TinyPRMs, prm_url: str) -> None:

@@ -10,11 +10,7 @@ must give the same rewards as the transformers backend.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -22,14 +18,11 @@ import pytest
 
 from services.common.contract import Status
 from services.common.server import GraderServer
-from services.reward_rm.checkpoint import read_checkpoint
 from services.reward_rm.grader import RMGrader
-from services.reward_rm.launch import LaunchOptions, vllm_command
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
 from testkit.tiny_checkpoints import TinyCheckpoints
-from tests.helpers import free_port
-from tests.reward_rm import vllm_venv
 from tests.reward_rm.test_equivalence import mixed_samples
+from tests.reward_rm.vllm_server import serve_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
 
@@ -38,52 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(3600)]
 def vllm_url(
     tiny: TinyCheckpoints, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[str]:
-    asked = "vllm" in (request.config.option.markexpr or "") or os.environ.get("ARBITER_VLLM_CREATE") == "1"
-    if not asked and not vllm_venv.has_vllm(vllm_venv.venv_python()):
-        pytest.skip(
-            f"no vLLM venv at {vllm_venv.venv_dir()}: `pytest -m vllm tests/reward_rm` creates it "
-            "(3.5 GB, minutes) and runs these tests"
-        )
-    try:
-        python = vllm_venv.ensure()
-    except (vllm_venv.VenvError, OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"no vLLM CPU venv at {vllm_venv.venv_dir()} and it cannot be created here: {exc}")
-    port = free_port()
-    options = LaunchOptions(
-        port=port,
-        python=str(python),
-        dtype="float32",
-        max_model_len=2048,
-        served_model_name="rm",
-        # On the CPU backend this is the share of host memory vLLM reserves; the default 0.92 fails.
-        extra=("--gpu-memory-utilization", "0.2"),
-    )
-    command = vllm_command(read_checkpoint(tiny.openrlhf), options)
-    log_path: Path = tmp_path_factory.mktemp("vllm") / "server.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM server exited ({proc.returncode}):\n{log_path.read_text()[-4000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        else:
-            pytest.fail(f"vLLM server not healthy in 600 s:\n{log_path.read_text()[-4000:]}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from serve_vllm(tiny.openrlhf, "rm", tmp_path_factory.mktemp("vllm"), request)
 
 
 @pytest.mark.parametrize("endpoint", ["classify", "pooling"])
