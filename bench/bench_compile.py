@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.reward_rules.code import CodeConfig, CodeGrader
-from services.reward_rules.code.fusion_api import FusionRunner, RunCodeRequest
+from services.reward_rules.code.run_code import FusionRunner, RunCodeRequest
 
 TODAY = ["/usr/bin/g++", "-std=c++17", "-O2"]
 

@@ -62,7 +62,7 @@ def _reward_rules() -> ServiceSpec:
 
 
 def _fusion_router(grader: Grader) -> Any:
-    from services.reward_rules.code.fusion_api import fusion_router  # SandboxFusion's /run_code
+    from services.reward_rules.run_code_api import fusion_router  # SandboxFusion's /run_code
 
     return fusion_router(grader)
 

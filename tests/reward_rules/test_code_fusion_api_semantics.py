@@ -18,7 +18,8 @@ import pytest
 from services.catalog import make_server
 from services.common.server import GraderServer
 from services.reward_rules.code import CodeConfig, CodeGrader
-from services.reward_rules.code.fusion_api import FusionRouter, FusionRunner, RunCodeRequest
+from services.reward_rules.code.run_code import FusionRunner, RunCodeRequest
+from services.reward_rules.run_code_api import FusionRouter
 from services.settings import ArbiterSettings
 from tests.reward_rules.code_fixtures import fenced
 

@@ -16,7 +16,6 @@ import pytest
 
 from services.common.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
-from services.reward_rules.code.fusion_api import FusionRunner, RunCodeRequest
 from services.reward_rules.code.native import (
     CompileCache,
     NativeBuild,
@@ -25,6 +24,7 @@ from services.reward_rules.code.native import (
     resource_failure,
 )
 from services.reward_rules.code.pch import PrecompiledHeaders
+from services.reward_rules.code.run_code import FusionRunner, RunCodeRequest
 from services.reward_rules.code.session import InfrastructureError
 from tests.reward_rules.code_fixtures import score
 

@@ -173,7 +173,7 @@ class CodeGrader(GraderBase):
         cpu = pool is not None and pool.cpu_timed and self.config.backend == "local"
         return TimeRule(cpu, self.config.wall_factor, self.config.wall_extra_s)
 
-    # ------------------------------------------------------------------ raw runs (fusion_api)
+    # ------------------------------------------------------------------ raw runs (run_code.py)
 
     @property
     def compile_cache(self) -> CompileCache:

@@ -1,4 +1,4 @@
-"""A SandboxFusion-compatible `POST /run_code`, served by reward_rules from the code grader's sandboxes.
+"""SandboxFusion's `/run_code` on the code grader's sandboxes (the HTTP route: run_code_api.py).
 
 veRL points `reward.sandbox_fusion.url` (its reward path, `verl.utils.reward_score.sandbox_fusion`)
 at a SandboxFusion server's `/run_code`; pointing it here instead is the only change. Request and
@@ -25,8 +25,9 @@ not started within `run_code_max_wait_s`, or refused by a full queue, is answere
 client retries on 504). Every answer comes within compile + run + 10 s of the request (veRL's own
 HTTP timeout): past compile + run + 3 s after it started, a run is killed and answered 504. A run
 whose caller hung up is killed at once (a compile under way finishes first: others may be waiting
-for it in the compile cache). Python and C++ (g++, the grader's flags, compiled in the sandbox,
-cached by source); any other language is a `SandboxError` naming the ones served.
+for it in the compile cache). Every language of languages.py, compiled in the sandbox with the
+grader's flags and cached by source and limits; any other language is a `SandboxError` naming the
+ones served.
 """
 
 from __future__ import annotations
@@ -36,15 +37,11 @@ import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.common.auth import PathTokenRouter
 from services.common.grader import Grader
-from services.common.http_app import unless_disconnected
 from services.reward_rules.code.fusion_files import FilesRefused, fetch_plan, upload_plan
 from services.reward_rules.code.fusion_slots import FairSlots, Overloaded
 from services.reward_rules.code.grader import LANGUAGES, SERVED, CodeGrader
@@ -61,6 +58,14 @@ from services.reward_rules.code.session import (
 )
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
+
+
+class Answer(NamedTuple):
+    """An HTTP status and its JSON body: the route (services/reward_rules/run_code_api.py) sends it
+    as it is."""
+
+    status: int
+    body: dict[str, Any]
 
 
 class RunCodeRequest(BaseModel):
@@ -183,19 +188,19 @@ class FusionRunner:
 
     # ------------------------------------------------------------------ on the event loop
 
-    async def serve(self, request: RunCodeRequest, caller: str) -> JSONResponse:
+    async def serve(self, request: RunCodeRequest, caller: str) -> Answer:
         """The answer to one request: 422 for files it refuses, 504 when no slot is free within
-        run_code_max_wait_s or the run overruns its time, else SandboxFusion's JSON."""
+        run_code_max_wait_s or the run overruns its time, else 200 and SandboxFusion's JSON."""
         config = self.grader.config
         try:
             uploads = upload_plan(request.files, config.run_code_max_files, self._upload_bytes())
             fetches = fetch_plan(request.fetch_files, config.run_code_max_files)
         except FilesRefused as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=422)
+            return Answer(422, {"detail": str(exc)})
         try:
             await self.slots.acquire(caller, self._wait_allowed(request))
         except Overloaded as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=504)
+            return Answer(504, {"detail": str(exc)})
         cancel = Cancel()
         try:
             if self._executor is None:
@@ -211,11 +216,11 @@ class FusionRunner:
             answer = await asyncio.wait_for(asyncio.shield(future), self._time_allowed(request))
         except TimeoutError:
             cancel.cancel()
-            return JSONResponse({"detail": "the run took longer than its limits allow"}, status_code=504)
+            return Answer(504, {"detail": "the run took longer than its limits allow"})
         finally:
             if not future.done():
                 cancel.cancel()  # the client left (this task was cancelled), or the time is up
-        return JSONResponse(answer)
+        return Answer(200, answer)
 
     def _upload_bytes(self) -> int:
         """What a request may upload: run_code_files_mb, and never more than the sandbox's /tmp
@@ -372,38 +377,3 @@ def code_grader_of(grader: Grader) -> CodeGrader | None:
     graders = getattr(grader, "graders", None)
     found = graders.get("code") if isinstance(graders, dict) else None
     return found if isinstance(found, CodeGrader) else None
-
-
-def caller_of(request: Request) -> str:
-    """Whose request this is, for fair shares: the X-Arbiter-Caller header, else the client address."""
-    named = request.headers.get("x-arbiter-caller")
-    if named:
-        return "name:" + named[:128]
-    return "addr:" + (request.client.host if request.client is not None else "")
-
-
-class FusionRouter(PathTokenRouter):
-    """The `/run_code` routes, and the runner behind them (None: the service has no code grader)."""
-
-    runner: FusionRunner | None = None
-
-
-def fusion_router(grader: Grader) -> APIRouter:
-    """`POST /run_code` (SandboxFusion's), backed by `grader`'s code sandboxes; also as
-    `POST /run_code/<token>` for a service with a token (veRL sends no Authorization header: its
-    URL carries the token; the kit's middleware checks it, as it checks the header elsewhere)."""
-    router = FusionRouter(token_prefix="/run_code/")
-    code = code_grader_of(grader)
-    runner = router.runner = FusionRunner(code) if code is not None else None
-
-    async def run_code(body: RunCodeRequest, request: Request) -> JSONResponse:
-        if runner is None:
-            return JSONResponse(sandbox_error("this service has no code sandbox (see its log)"))
-        answer = await unless_disconnected(request.receive, runner.serve(body, caller_of(request)))
-        if answer is None:  # the caller hung up: its run was killed
-            return JSONResponse({"detail": "the client closed the connection"}, status_code=499)
-        return answer
-
-    router.add_api_route("/run_code", run_code, methods=["POST"])
-    router.add_api_route("/run_code/{token}", run_code, methods=["POST"], include_in_schema=False)
-    return router
