@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.common.cache import make_cache
-from services.common.engine import Observer, ScoringEngine
+from services.common.engine import Observer, ScoringEngine, assemble_engine
 from services.common.grader import Grader
 from services.common.settings import ServerSettings
 from services.settings import ArbiterSettings
@@ -162,8 +161,8 @@ def make_engine(
 ) -> ScoringEngine:
     """A service's engine (cache, dedupe, batcher, deadlines) over its grader, or over `grader`.
 
-    The one place an engine is assembled from the settings tree: a composing service in this
-    process, the eval tool and the Ray Serve replicas all take theirs from here.
+    The settings tree's engine for a service: a composing service in this process, the eval tool
+    and the Ray Serve replicas take theirs from here (built by engine.assemble_engine).
     """
     spec = service(name)
     engine_type = ScoringEngine
@@ -171,12 +170,13 @@ def make_engine(
         from services.gateway.group import GroupingEngine  # group-aware recipes (docs/group-rewards.md)
 
         engine_type = GroupingEngine
-    return engine_type(
+    return assemble_engine(
         grader if grader is not None else spec.build(settings),
         spec.server_settings(settings),
-        make_cache(settings.cache),
+        settings.cache,
         settings.emergence,
         observers=observers,
+        engine_type=engine_type,
     )
 
 

@@ -48,6 +48,22 @@ def test_no_service_package_imports_the_cli(package: str) -> None:
     assert offending(ROOT / "services" / package, ("services.cli",)) == []
 
 
+# Packages that grade: they see samples and results, never a transport (docs/architecture.md).
+GRADER_PACKAGES = (
+    "reward_rules/math",
+    "reward_rules/code",
+    "reward_rm/backends",
+    "judge_proxy",
+    "episodes/environments",
+)
+WEB_AND_RPC = ("fastapi", "starlette", "uvicorn", "grpc", "aiohttp.web")
+
+
+@pytest.mark.parametrize("package", GRADER_PACKAGES)
+def test_grader_packages_import_no_web_framework(package: str) -> None:
+    assert offending(ROOT / "services" / package, WEB_AND_RPC) == []
+
+
 def test_the_kit_imports_no_service() -> None:
     services = tuple(f"services.{name}" for name in (*SERVICE_PACKAGES, "catalog", "settings", "cli"))
     assert offending(ROOT / "services" / "common", services) == []
@@ -111,3 +127,30 @@ def test_the_issue_number_check_sees_every_form(tmp_path: Path) -> None:
     (tmp_path / "docs" / "blob.bin").write_bytes(b"\xff\xfe" + caught[0].encode())
     found = list(issue_references(tmp_path, ("docs",)))
     assert found == [f"docs/page.md:{n}: {line}" for n, line in enumerate(caught, 1)]
+
+
+def engine_constructions(path: Path) -> Iterator[int]:
+    """Lines calling an engine class (`...Engine(`) or an `engine_type(`."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
+            if name.endswith("Engine") or name == "engine_type":
+                yield node.lineno
+
+
+def test_engines_are_assembled_in_one_place() -> None:
+    """Every engine comes from services/common/engine.assemble_engine: the server, the catalog,
+    the eval tool and Ray Serve cannot each wire cache, metrics and observers their own way."""
+    sites = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "services").rglob("*.py"))
+        for line in engine_constructions(path)
+    ]
+    assert len(sites) == 1 and sites[0].startswith("services/common/engine.py:"), sites

@@ -22,7 +22,7 @@ from services.common.batcher import (
     MicroBatcher,
     QueueFullError,
 )
-from services.common.cache import Cache, NullCache, cache_key
+from services.common.cache import Cache, NullCache, cache_key, make_cache
 from services.common.contract import (
     CACHED_KEY,
     NO_CACHE_KEY,
@@ -44,7 +44,7 @@ from services.common.grader import (
 )
 from services.common.metrics import KitMetrics, RegistryForwarder
 from services.common.offload import maybe_off_loop, text_size
-from services.common.settings import EmergenceSettings, ServerSettings
+from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -413,3 +413,26 @@ def _timed_out(future: asyncio.Future[Result]) -> bool:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else 'no message'}"[:500]
+
+
+def assemble_engine(
+    grader: Grader,
+    server: ServerSettings,
+    cache: CacheSettings | None = None,
+    emergence: EmergenceSettings | None = None,
+    *,
+    metrics: KitMetrics | None = None,
+    observers: Sequence[Observer] = (),
+    engine_type: type[ScoringEngine] = ScoringEngine,
+) -> ScoringEngine:
+    """The one place an engine is put together from settings: a served grader (GraderServer),
+    a composing service's in-process graders, the eval tool and Ray Serve replicas
+    (services/catalog.make_engine) all take theirs from here, so they cannot drift apart."""
+    return engine_type(
+        grader,
+        server,
+        cache=make_cache(cache or CacheSettings()),
+        emergence=emergence,
+        metrics=metrics,
+        observers=observers,
+    )

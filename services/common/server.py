@@ -20,8 +20,7 @@ from fastapi import APIRouter
 from grpc_health.v1 import health
 
 from services.common.auth import load_token
-from services.common.cache import make_cache
-from services.common.engine import Observer, ScoringEngine
+from services.common.engine import Observer, ScoringEngine, assemble_engine
 from services.common.extension import ExtensionFactory
 from services.common.fleet import FleetScope
 from services.common.grader import Grader
@@ -130,13 +129,14 @@ class GraderServer:
         self.settings = server
         self.routers = list(routers)
         self.fleet = fleet  # sibling workers on the same ports (services/common/fleet.py), if any
-        self.engine = engine_type(
+        self.engine = assemble_engine(
             grader,
             server,
-            cache=make_cache(cache or CacheSettings()),
-            emergence=emergence,
+            cache,
+            emergence,
             metrics=KitMetrics(),
             observers=observers,
+            engine_type=engine_type,
         )
         # stateful parts over the engine (episodes): their routes and services beside the kit's
         self.extensions = [make(self.engine) for make in extensions]
