@@ -85,7 +85,8 @@ def test_sandbox_fusion_compute_score_python_and_cpp(rules_url: str) -> None:
 
 
 def test_verl_reads_each_failure_kind(rules_url: str) -> None:
-    """check_correctness's codes: -2 runtime error, -3 timeout, -4 compile error, False wrong answer."""
+    """check_correctness's codes: -2 runtime error, -3 timeout, -4 compile error, -1 a language the
+    sandbox does not serve, False wrong answer."""
     from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
 
     cases: dict[str, Any] = {"inputs": ["1 2\n"], "outputs": ["3\n"]}
@@ -99,8 +100,11 @@ def test_verl_reads_each_failure_kind(rules_url: str) -> None:
         assert results == [expected], (code, meta)
     results, meta = check_correctness(rules_url, cases, "int main() { return y; }", timeout=5, language="cpp")
     assert results == [-4] and meta[0]["status"] == "compile_error"
-    results, meta = check_correctness(rules_url, cases, "class A {}", timeout=5, language="java")
-    assert results == [-1] and meta[0]["status"] == "sandbox_error"
+    results, meta = check_correctness(rules_url, cases, "class A {}", timeout=10, language="java")
+    assert results == [-2], meta  # compiled, but no main method to run
+    # An unknown language is a 422, as SandboxFusion answers it: veRL's client reports an API error.
+    results, meta = check_correctness(rules_url, cases, "DISPLAY 'x'.", timeout=5, language="cobol")
+    assert results == [-1] and meta[0]["status"] == "api_error"
 
 
 def test_call_sandbox_api_shapes(rules_url: str) -> None:
