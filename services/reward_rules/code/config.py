@@ -81,8 +81,13 @@ class CodeConfig(BaseModel):
     cxx_flags: list[str] = Field(default_factory=lambda: ["-std=c++17", "-O2"])
     cxx_pch: bool = Field(
         default=True,
-        description="precompile <bits/stdc++.h> once per host for cxx_flags (pch.py; in "
-        "/var/tmp/arbiter-pch-<uid> or ARBITER_PCH_DIR) and let C++ compiles load it",
+        description="precompile <bits/stdc++.h> once per host for cxx_flags (pch.py, in pch_dir) "
+        "and let C++ compiles load it",
+    )
+    pch_dir: str = Field(
+        default="",
+        description="where precompiled headers are kept across restarts (made 0755, owned by this "
+        "user); '': /var/tmp/arbiter-pch-<uid>",
     )
     compile_time_limit_s: float = Field(
         default=10.0, gt=0, description="per compile (C++, Go, Rust, Java), outside the tests' budget"

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -107,7 +108,9 @@ class CodeGrader(GraderBase):
         self._start_lock = threading.Lock()
         self._parse = functools.lru_cache(maxsize=4096)(self._parse_label)
         self._compile_cache = CompileCache(self.config.compile_cache_mb << 20, os.cpu_count() or 2)
-        self._pch = PrecompiledHeaders(self.config.cxx, self.config.cxx_flags)
+        self._pch = PrecompiledHeaders(
+            self.config.cxx, self.config.cxx_flags, Path(self.config.pch_dir) if self.config.pch_dir else None
+        )
 
     def _limits(self) -> Limits:
         output = self.config.max_output_bytes

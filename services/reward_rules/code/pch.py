@@ -12,8 +12,8 @@ Nothing changes what a program means: GCC uses the precompiled header only where
 otherwise reads the header itself from the next include directory, so every source compiles as
 it did. Building is trusted work (system headers only) done in a background thread at the
 grader's start; until it is done, compiles run without it. The directory is per host user
-(`/var/tmp/arbiter-pch-<uid>`, or ARBITER_PCH_DIR), kept across restarts, and used only when
-it is this user's own and nobody else may write to it.
+(`/var/tmp/arbiter-pch-<uid>`, or the setting `reward_rules.code.pch_dir`), kept across
+restarts, and used only when it is this user's own and nobody else may write to it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ _READY = ".ready"
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("ARBITER_PCH_DIR") or f"/var/tmp/arbiter-pch-{os.getuid()}")
+    return Path(f"/var/tmp/arbiter-pch-{os.getuid()}")
 
 
 def _own_private(path: Path) -> bool:
