@@ -7,8 +7,9 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
-import httpx
+import aiohttp
 
 from tests.helpers import ServiceProcess, free_port
 
@@ -49,27 +50,19 @@ def test_replica_killed_mid_burst_loses_no_sample(tmp_path: Path) -> None:
         output=logs["gateway"],
     )
 
-    async def burst_with_a_kill() -> list[httpx.Response | BaseException]:
-        limits = httpx.Limits(max_connections=256)
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{gateway_port}", limits=limits, timeout=180
-        ) as http:
-            tasks = [
-                asyncio.create_task(
-                    http.post(
-                        "/get_reward",
-                        json={
-                            "query": [f"q{i} \\boxed{{{i % 7}}}"],
-                            "prompts": [f"q{i} "],
-                            "labels": [str(i % 5)],
-                        },
-                    )
-                )
-                for i in range(BURST)
-            ]
-            await asyncio.sleep(0.7)
-            os.kill(rules[0].pid, signal.SIGKILL)  # no goodbye: its in-flight calls just break
-            return await asyncio.gather(*tasks, return_exceptions=True)
+    async def post(session_timeout: aiohttp.ClientTimeout, i: int) -> tuple[int, dict[str, Any]]:
+        # As OpenRLHF's rollout actors post: a new session (no keep-alive) per sample.
+        async with aiohttp.ClientSession(timeout=session_timeout) as session:
+            body = {"query": [f"q{i} \\boxed{{{i % 7}}}"], "prompts": [f"q{i} "], "labels": [str(i % 5)]}
+            async with session.post(f"http://127.0.0.1:{gateway_port}/get_reward", json=body) as reply:
+                return reply.status, await reply.json(content_type=None)
+
+    async def burst_with_a_kill() -> list[tuple[int, dict[str, Any]] | BaseException]:
+        timeout = aiohttp.ClientTimeout(total=180)
+        tasks = [asyncio.create_task(post(timeout, i)) for i in range(BURST)]
+        await asyncio.sleep(0.7)
+        os.kill(rules[0].pid, signal.SIGKILL)  # no goodbye: its in-flight calls just break
+        return await asyncio.gather(*tasks, return_exceptions=True)
 
     for service in rules:
         service.start()
@@ -82,12 +75,12 @@ def test_replica_killed_mid_burst_loses_no_sample(tmp_path: Path) -> None:
             service.stop()
         for log in logs.values():
             log.close()
-    failed = [r for r in replies if isinstance(r, BaseException) or r.status_code != 200]
+    failed = [r for r in replies if isinstance(r, BaseException) or r[0] != 200]
     # What the services said, for a failure: the gateway's exit status and its log's tail.
     said = f"gateway exit {gateway_exit}; log:\n" + (tmp_path / "gateway.log").read_text()[-4000:]
     assert not failed, f"{len(failed)} failed, e.g. {failed[:3]!r}; {said}"
     for i, reply in enumerate(replies):
-        assert isinstance(reply, httpx.Response)
-        data = reply.json()
+        assert not isinstance(reply, BaseException)
+        data = reply[1]
         assert data["extra_logs"]["component/correct/ok"] == [1.0], data  # graded, not a fallback
         assert data["rewards"] == [1.0 if i % 7 == i % 5 else 0.0]
