@@ -7,7 +7,7 @@ without decorating it: `pytest -m "not slow"` is the fast loop, CI runs everythi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 
@@ -41,9 +41,9 @@ PATH_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        path = PurePosixPath(Path(item.path).resolve().relative_to(ROOT).as_posix())
+        path = Path(item.path).resolve().relative_to(ROOT).as_posix()
         for prefix, names in PATH_MARKERS:
-            if str(path).startswith(prefix):
+            if path.startswith(prefix):
                 for name in names:
                     item.add_marker(name)
         if "redis_url" in getattr(item, "fixturenames", ()):
