@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from services.common.engine import ScoringEngine
+    from services.common.fleet import FleetScope
 
 
 class ServerExtension(Protocol):
@@ -31,4 +32,5 @@ class ServerExtension(Protocol):
     async def stop(self) -> None: ...
 
 
-ExtensionFactory = Callable[["ScoringEngine"], ServerExtension]
+# Built over the engine, with the sibling workers on the same ports (None: a single process).
+ExtensionFactory = Callable[["ScoringEngine", "FleetScope | None"], ServerExtension]

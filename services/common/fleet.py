@@ -10,6 +10,11 @@ every worker's part and merges them: counters, histograms and gauges summed, win
 The socket protocol is one line (the view's name) in, the raw part out, then EOF. A sibling
 that does not answer in time (restarting, wedged) is left out, and the reply says how many
 workers it covers, so a partial view is never mistaken for the whole.
+
+The same sockets carry work a worker hands to the sibling that owns it (`serve` / `call`):
+the name's line, then the payload up to EOF, in; the answer, then EOF, out. Episodes use it:
+an episode lives in one worker, and a call that the kernel gave to another worker is forwarded
+there rather than answered "lost".
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +35,7 @@ from prometheus_client.registry import CollectorRegistry
 log = logging.getLogger(__name__)
 
 View = Callable[[], bytes]
+Call = Callable[[bytes], Awaitable[bytes]]  # a payload in, an answer out
 WORKERS_HEADER = "x-arbiter-workers"  # "answered/size" on a merged view
 _MAX_NAME = 256
 _MAX_PART = 64 * 1024 * 1024
@@ -56,6 +62,7 @@ class Fleet:
         self.size = size
         self.timeout_s = timeout_s
         self._views: dict[str, View] = {}
+        self._calls: dict[str, Call] = {}
         self._server: asyncio.AbstractServer | None = None
 
     def scoped(self, service: str) -> FleetScope:
@@ -68,6 +75,10 @@ class Fleet:
     def provide(self, name: str, view: View) -> None:
         """Answer `name` (e.g. "gateway/metrics") with `view()`: this worker's raw part."""
         self._views[name] = view
+
+    def serve(self, name: str, call: Call) -> None:
+        """Answer `name` with `await call(payload)`: work a sibling forwards to this worker."""
+        self._calls[name] = call
 
     async def start(self) -> None:
         path = self.socket_path(self.index)
@@ -87,10 +98,14 @@ class Fleet:
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await asyncio.wait_for(reader.readline(), self.timeout_s)
-            view = self._views.get(line[:_MAX_NAME].decode("utf-8", "replace").strip())
-            if view is not None:
+            name = line[:_MAX_NAME].decode("utf-8", "replace").strip()
+            view, call = self._views.get(name), self._calls.get(name)
+            if call is not None:
+                payload = await asyncio.wait_for(_read_to_eof(reader), self.timeout_s)
+                writer.write(await call(payload))
+            elif view is not None:
                 writer.write(view())
-                await writer.drain()
+            await writer.drain()
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -105,16 +120,25 @@ class Fleet:
         parts = await asyncio.gather(*(self._ask(i, name) for i in others))
         return Gathered([own, *(p for p in parts if p is not None)], self.size)
 
-    async def _ask(self, index: int, name: str) -> bytes | None:
+    async def call(self, index: int, name: str, payload: bytes, timeout_s: float) -> bytes | None:
+        """Worker `index`'s answer to `name` with `payload`; None if it gave none in time."""
+        return await self._ask(index, name, payload, timeout_s)
+
+    async def _ask(
+        self, index: int, name: str, payload: bytes | None = None, timeout_s: float | None = None
+    ) -> bytes | None:
         writer: asyncio.StreamWriter | None = None
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with asyncio.timeout(timeout_s or self.timeout_s):
                 reader, writer = await asyncio.open_unix_connection(str(self.socket_path(index)))
                 writer.write(name.encode() + b"\n")
+                if payload is not None:
+                    writer.write(payload)
+                    writer.write_eof()
                 await writer.drain()
                 part = await _read_to_eof(reader)
         except (OSError, TimeoutError) as exc:
-            log.warning("worker %d gave no %s (%s): the view leaves it out", index, name, exc)
+            log.warning("worker %d gave no %s (%s)", index, name, exc)
             return None
         finally:
             if writer is not None:
@@ -142,8 +166,22 @@ class FleetScope:
     fleet: Fleet
     service: str
 
+    @property
+    def index(self) -> int:
+        return self.fleet.index
+
+    @property
+    def size(self) -> int:
+        return self.fleet.size
+
     def provide(self, view: str, answer: View) -> None:
         self.fleet.provide(f"{self.service}/{view}", answer)
+
+    def serve(self, name: str, call: Call) -> None:
+        self.fleet.serve(f"{self.service}/{name}", call)
+
+    async def call(self, index: int, name: str, payload: bytes, timeout_s: float) -> bytes | None:
+        return await self.fleet.call(index, f"{self.service}/{name}", payload, timeout_s)
 
     async def gather(self, view: str) -> Gathered:
         return await self.fleet.gather(f"{self.service}/{view}")

@@ -139,7 +139,7 @@ class GraderServer:
             engine_type=engine_type,
         )
         # stateful parts over the engine (episodes): their routes and services beside the kit's
-        self.extensions = [make(self.engine) for make in extensions]
+        self.extensions = [make(self.engine, fleet) for make in extensions]
         for extension in self.extensions:
             self.routers.extend(extension.routers)
         self.http_port = 0

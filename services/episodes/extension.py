@@ -14,15 +14,21 @@ from typing import Any
 from services.common.contract import Result, Sample
 from services.common.engine import ScoringEngine
 from services.common.extension import ExtensionFactory
+from services.common.fleet import FleetScope
 from services.episodes.environments import ENVIRONMENTS, EnvironmentContext
 from services.episodes.interpreter import InterpreterPool
 from services.episodes.manager import EpisodeManager
+from services.episodes.nemo_gym.facade import NemoGymFacade
+from services.episodes.nemo_gym.routes import nemo_gym_router
+from services.episodes.routing import EpisodeRouter
 from services.episodes.settings import EpisodeSettings
 from services.episodes.transports import episode_grpc_handler, episode_router
 
 
 class EpisodesExtension:
-    def __init__(self, engine: ScoringEngine, settings: EpisodeSettings) -> None:
+    def __init__(
+        self, engine: ScoringEngine, settings: EpisodeSettings, fleet: FleetScope | None = None
+    ) -> None:
         self.engine = engine
         self.settings = settings
         self._pool: InterpreterPool | None = None
@@ -30,6 +36,8 @@ class EpisodesExtension:
             settings=settings, grade=self._grade, emergence=engine.emergence, interpreters=self.interpreters
         )
         self.manager = EpisodeManager(settings, ENVIRONMENTS, context, trajectory_keys=engine.emergence.keys)
+        self.nemo_gym = NemoGymFacade(settings.nemo_gym, self.manager, self._grade, engine.failure_reward)
+        self.router = EpisodeRouter(self.manager, fleet, settings.forward_timeout_s)
 
     def interpreters(self) -> InterpreterPool:
         if self._pool is None:
@@ -42,16 +50,20 @@ class EpisodesExtension:
 
     @property
     def routers(self) -> Sequence[Any]:
-        return [episode_router(self.manager)]
+        routers = [episode_router(self.router)]
+        if self.settings.nemo_gym.enabled:  # NeMo-Gym's resources-server routes (nemo_gym/)
+            routers.append(nemo_gym_router(self.nemo_gym))
+        return routers
 
     @property
     def grpc_handlers(self) -> Sequence[Any]:
-        return [episode_grpc_handler(self.manager)]
+        return [episode_grpc_handler(self.router)]
 
     async def start(self) -> None:
         await self.manager.start_reaper()
 
     async def stop(self) -> None:
+        await self.nemo_gym.stop()
         await self.manager.stop()
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -60,4 +72,4 @@ class EpisodesExtension:
 
 def episodes(settings: EpisodeSettings) -> ExtensionFactory:
     """The factory GraderServer takes (`extensions=[episodes(settings)]`)."""
-    return lambda engine: EpisodesExtension(engine, settings)
+    return lambda engine, fleet: EpisodesExtension(engine, settings, fleet)

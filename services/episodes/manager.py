@@ -271,12 +271,7 @@ class EpisodeManager:
             known = self.closed.get(request.episode_id)
             if known is not None and known.reason == "finished":
                 return known.finish
-            return EpisodeFinishResponse(
-                episode_id=request.episode_id,
-                status=Status.GRADER_ERROR,
-                detail=self._lost_detail(request.episode_id),
-                logs=self._logs(None, lost=True),
-            )
+            return self.lost_finish(request, self._lost_detail(request.episode_id))
         async with episode.lock:
             if self.open.get(request.episode_id) is not episode:  # a concurrent finish closed it
                 return await self.finish(request)
@@ -317,6 +312,19 @@ class EpisodeManager:
         self.closed.move_to_end(episode_id)
         while len(self.closed) > self.settings.remembered:
             self.closed.popitem(last=False)
+
+    # ---- answers for an episode held nowhere that answers ----
+
+    def lost_step(self, request: EpisodeStepRequest, detail: str) -> EpisodeStepResponse:
+        return self._failure(request, Status.GRADER_ERROR, detail, lost=True)
+
+    def lost_finish(self, request: EpisodeFinishRequest, detail: str) -> EpisodeFinishResponse:
+        return EpisodeFinishResponse(
+            episode_id=request.episode_id,
+            status=Status.GRADER_ERROR,
+            detail=detail,
+            logs=self._logs(None, lost=True),
+        )
 
     # ---- expiry and lifecycle ----
 

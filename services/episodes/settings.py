@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.episodes.nemo_gym.settings import NemoGymSettings
+
 
 class ShapingSettings(BaseModel):
     """Per-turn terms added to the graded final reward (all 0: the final grade alone)."""
@@ -48,6 +50,12 @@ class PythonToolSettings(BaseModel):
     max_pids: int = Field(default=32, ge=8, description="processes and threads per interpreter")
     tmpfs_mb: int = Field(default=32, ge=1, description="the interpreter's writable /tmp")
     cpu_limit: float = Field(default=1.0, ge=0, description="CPUs per interpreter (CFS quota); 0: none")
+    reuse_sandboxes: bool = Field(
+        default=True,
+        description="a finished episode's sandbox serves a later episode (an interpreter forked from "
+        "its zygote) once its processes are killed, its /tmp emptied and it is proven clean, as "
+        "/run_code's are (bwrap only); false: a fresh sandbox per episode",
+    )
 
 
 class EpisodeSettings(BaseModel):
@@ -60,6 +68,12 @@ class EpisodeSettings(BaseModel):
         "(reward_rules: the rule graders; gateway: its routes and recipes)",
     )
     max_episodes: int = Field(default=4096, ge=1, description="open episodes per worker process")
+    forward_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="with several workers: how long a call handed to the worker holding its episode "
+        "may take before it answers a flagged failure",
+    )
     idle_ttl_s: float = Field(default=600.0, gt=0, description="an episode untouched this long expires")
     max_lifetime_s: float = Field(default=3600.0, gt=0, description="an episode older than this expires")
     remembered: int = Field(
@@ -79,3 +93,4 @@ class EpisodeSettings(BaseModel):
     python: str = Field(default="/usr/bin/python3", description="interpreter inside the sandbox")
     python_tool: PythonToolSettings = Field(default_factory=PythonToolSettings)
     shaping: ShapingSettings = Field(default_factory=ShapingSettings)
+    nemo_gym: NemoGymSettings = Field(default_factory=NemoGymSettings)

@@ -1,7 +1,8 @@
 """The episode API on the served grader's two faces: HTTP routes and arbiter.v1.EpisodeService.
 
 HTTP: POST /v1/episodes/start, /v1/episodes/step, /v1/episodes/finish (JSON mirrors of the proto
-messages, the contract models of services/common/contract.py), GET /v1/episodes/stats. A body
+messages, the contract models of services/common/contract.py), GET /v1/episodes/stats. Both faces
+go through the worker's EpisodeRouter, which sends each call to the worker holding it. A body
 that is not a valid request is a 422; everything about the episode itself is in the answer's
 `status`, with HTTP 200.
 """
@@ -26,7 +27,7 @@ from services.common.contract import (
     EpisodeStepResponse,
     Status,
 )
-from services.episodes.manager import EpisodeManager
+from services.episodes.routing import EpisodeRouter
 
 EPISODE_SERVICE = pb.DESCRIPTOR.services_by_name["EpisodeService"].full_name
 _TO_PB: dict[Status, pb.Status] = {s: cast("pb.Status", pb.Status.Value(f"STATUS_{s.value}")) for s in Status}
@@ -48,7 +49,7 @@ def _json(model: BaseModel) -> Response:
     return Response(orjson.dumps(model.model_dump(mode="json")), media_type="application/json")
 
 
-def episode_router(manager: EpisodeManager) -> APIRouter:
+def episode_router(manager: EpisodeRouter) -> APIRouter:
     router = APIRouter()
 
     @router.post("/v1/episodes/start", response_model=EpisodeStartResponse)
@@ -65,7 +66,7 @@ def episode_router(manager: EpisodeManager) -> APIRouter:
 
     @router.get("/v1/episodes/stats")
     async def stats() -> Response:
-        return Response(orjson.dumps(manager.stats()), media_type="application/json")
+        return Response(orjson.dumps(await manager.stats()), media_type="application/json")
 
     return router
 
@@ -155,7 +156,7 @@ def _unary(
     return handle
 
 
-def episode_grpc_handler(manager: EpisodeManager) -> grpc.GenericRpcHandler:
+def episode_grpc_handler(manager: EpisodeRouter) -> grpc.GenericRpcHandler:
     handlers = {
         "StartEpisode": grpc.unary_unary_rpc_method_handler(
             _unary(start_from_pb, manager.start, start_to_pb),
