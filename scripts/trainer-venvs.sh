@@ -16,7 +16,8 @@ TESTING=("pytest>=8.3,<10" "pytest-asyncio>=0.24,<2" "pytest-timeout>=2.3,<3")
 declare -A PINS=(
   [trl]="trl==1.16.* datasets"
   # veRL 0.9.1 installs with its own pins on CPU (no vLLM or CUDA packages); transformers < 5.11.
-  [verl]="verl==0.9.1 transformers<5.11"
+  # cachetools: its agent loop (rollout router) imports it but veRL does not declare it.
+  [verl]="verl==0.9.1 transformers<5.11 cachetools"
 )
 
 make_venv() {
