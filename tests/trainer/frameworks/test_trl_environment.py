@@ -1,0 +1,331 @@
+"""TRL 1.16's GRPOTrainer with Arbiter episodes as its environment (trainer/trl_environment.py).
+
+A gateway process holds the episodes (`episodes.service: gateway`: its embedded math grading
+judges final answers) and runs each rollout's tool calls in that rollout's own sandboxed
+interpreter. The trainer test is TRL's own loop end to end: `environment_factory` instances reset
+per rollout, TRL's chat template and response parser, its tool-calling loop calling the
+environment's `python` tool, its reward call with the environments. The one double is the
+policy's first turn, which a random tiny model cannot write: TRL's `rollout_func` hook answers it
+with canned tool calls; the answer after the tool output is the tiny model's own token ("5" or
+"6", every other token suppressed), so each rollout's right reward is known.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from testkit.tiny_checkpoints import build_tokenizer
+from tests.helpers import ServiceProcess, free_port
+from tests.trainer.frameworks.running import RunningGateway
+
+pytestmark = pytest.mark.frameworks
+
+trl = pytest.importorskip("trl", reason="runs in .venv-trl (scripts/test-frameworks.sh)")
+
+# The trainer side's variables: the gateway would read ARBITER_EPISODES & co. as its own sections.
+_TRAINER_VARS = (
+    "ARBITER_GATEWAY",
+    "ARBITER_GATEWAY_TIMEOUT_S",
+    "ARBITER_GATEWAY_WAIT_S",
+    "ARBITER_LOG_KEYS",
+    "ARBITER_EPISODES",
+    "ARBITER_EPISODE_ENV",
+    "ARBITER_EPISODE_MAX_TURNS",
+)
+TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
+
+
+def episodes_gateway(http: int, grpc: int) -> ServiceProcess:
+    env = {k: v for k, v in os.environ.items() if k not in _TRAINER_VARS}
+    env.update(
+        {
+            "ARBITER_GATEWAY__HOST": "127.0.0.1",
+            "ARBITER_GATEWAY__HTTP_PORT": str(http),
+            "ARBITER_GATEWAY__GRPC_PORT": str(grpc),
+            "ARBITER_LOG__LEVEL": "WARNING",
+            "ARBITER_EPISODES__SERVICE": "gateway",
+            "ARBITER_EPISODES__WARM_INTERPRETERS": "1",
+            "ARBITER_EPISODES__PYTHON_TOOL__CELL_TIME_LIMIT_S": "5",
+            "ARBITER_EPISODES__PYTHON_TOOL__MEMORY_LIMIT_MB": "256",
+        }
+    )
+    return ServiceProcess(
+        [sys.executable, "-m", "services.gateway"],
+        f"http://127.0.0.1:{http}/readyz",
+        env=env,
+        start_timeout_s=120,
+    )
+
+
+@pytest.fixture
+def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningGateway]:
+    """A gateway holding episodes, and the trainer side pointed at it with a fresh client."""
+    from trainer import openrlhf_agent
+
+    http, grpc = free_port(), free_port()
+    with episodes_gateway(http, grpc) as process:
+        monkeypatch.setenv("ARBITER_EPISODES", f"127.0.0.1:{grpc}")
+        monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "1")
+        monkeypatch.setattr(openrlhf_agent, "_client", None)
+        yield RunningGateway(process, f"127.0.0.1:{grpc}", f"http://127.0.0.1:{http}")
+
+
+def stats(gateway: RunningGateway) -> dict[str, float]:
+    """The service's episode counts: open, remembered (finished or expired), expired."""
+    answer = httpx.get(f"{gateway.http_url}/v1/episodes/stats", timeout=30)
+    assert answer.status_code == 200, answer.text
+    return {key: float(answer.json()[key]) for key in ("open", "remembered", "expired")}
+
+
+class Metrics:
+    """TRL's `log_metric`: what the reward function logged, by name."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def __call__(self, name: str, value: float) -> None:
+        self.values.setdefault(name, []).append(value)
+
+
+def answered(content: str) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": content}]
+
+
+def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answer(
+    gateway: RunningGateway,
+) -> None:
+    from trainer.trl_environment import AGENT_KEYS, arbiter_environment, arbiter_episode_reward
+
+    factory = arbiter_environment(label_column="answer")
+    right, wrong = factory(), factory()
+    for env in (right, wrong):
+        env.reset(prompt=[{"role": "user", "content": "What is 6*7?"}], answer="42")
+    assert right.python("x = 6 * 7") == "<output>\n[no output]\n</output>\n"
+    assert right.python("print(x)") == "<output>\n42\n</output>\n", "the interpreter persists"
+    assert "ZeroDivisionError" in wrong.python("1 / 0"), "an exception is feedback, not a failure"
+    assert wrong.python("   ") == "[no code: nothing ran]", "an empty call never reads as the answer"
+    assert right.python("s = '```'\nprint(len(s))") == "<output>\n3\n</output>\n", "a fence inside runs"
+
+    reward = arbiter_episode_reward()
+    metrics = Metrics()
+    rewards = reward(
+        prompts=[None, None],
+        completions=[answered("The answer is 42."), answered("It is 41.")],
+        environments=[right, wrong],
+        answer=["42", "42"],
+        log_metric=metrics,
+    )
+    assert rewards == [1.0, 0.0]
+    assert right.episode is not None and wrong.episode is not None
+    assert right.episode.logs["episode/tool_calls"] == 3 and right.episode.logs["episode/correct"] == 1
+    assert wrong.episode.logs["episode/tool_errors"] == 1 and wrong.episode.logs["episode/done"] == 1
+    assert list(right.episode.logs) == list(AGENT_KEYS)
+    assert metrics.values["arbiter/unscored"] == [0.0] and metrics.values["episode/correct"] == [0.5]
+    assert stats(gateway) == {"open": 0.0, "remembered": 2.0, "expired": 0.0}, "both finished"
+
+    # TRL pools instances and resets them per batch: a rollout never scored is finished then.
+    right.reset(prompt="What is 1+1?", answer="2")
+    right.python("y = 1")
+    first = right.episode
+    right.reset(prompt="What is 2+2?", answer="4")
+    assert right.episode is not first
+    assert reward(prompts=[None], completions=["4"], environments=[right]) == [1.0]
+    assert stats(gateway)["open"] == 0.0
+
+
+def test_an_unreachable_or_restarted_service_is_flagged_never_a_zero(
+    gateway: RunningGateway,
+) -> None:
+    from trainer.trl_environment import EpisodeUnavailable, arbiter_environment, arbiter_episode_reward
+
+    factory = arbiter_environment(label_column="answer")
+    reward = arbiter_episode_reward()
+    env = factory()
+    env.reset(prompt="What is 2+3?", answer="5")
+    env.python("x = 5")
+
+    # A restarted service on the same ports: the episode is not held there any more.
+    gateway.process.stop()
+    http, grpc = gateway.http_url.rsplit(":", 1)[1], gateway.grpc_target.rsplit(":", 1)[1]
+    restarted = episodes_gateway(int(http), int(grpc)).start()
+    try:
+        with pytest.raises(EpisodeUnavailable):
+            env.python("print(x)")
+        metrics = Metrics()
+        assert reward(prompts=[None], completions=["5"], environments=[env], log_metric=metrics) == [None]
+        assert env.episode is not None and env.episode.logs["episode/lost"] == 1
+        assert metrics.values["arbiter/unscored"] == [1.0] and metrics.values["episode/lost"] == [1.0]
+    finally:
+        restarted.stop()
+
+    # Nothing answers: the start fails after the wait, tool calls raise, the reward is None.
+    env.reset(prompt="What is 2+3?", answer="5")
+    with pytest.raises(EpisodeUnavailable):
+        env.python("x = 5")
+    metrics = Metrics()
+    assert reward(prompts=[None], completions=["5"], environments=[env], log_metric=metrics) == [None]
+    assert env.episode is not None
+    assert env.episode.logs["trainer/unreachable"] == 1 and env.episode.logs["status/upstream_error"] == 1
+    assert metrics.values["arbiter/unscored"] == [1.0]
+
+
+def tiny_tool_model(root: Path) -> tuple[Path, Any]:
+    """A random 1-layer Llama with a tokenizer that renders and parses tool calls (Qwen3's chat
+    template, whose response parser TRL knows), built and saved locally."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from trl.chat_template_utils import qwen3_chat_template
+
+    tokenizer = build_tokenizer(extra_special=TOOL_TOKENS)
+    tokenizer.chat_template = qwen3_chat_template
+    tokenizer.eos_token = "<|im_end|>"
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    path = root / "tiny-tool-policy"
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path, tokenizer
+
+
+def scripted_first_turn(a: int, b: int) -> str:
+    """Two tool calls in one turn: the second reads the first's variable (one interpreter)."""
+    call = '<tool_call>\n{{"name": "python", "arguments": {{"code": "{code}"}}}}\n</tool_call>'
+    return "\n".join([call.format(code=f"x = {a} + {b}"), call.format(code="print(x)")]) + "<|im_end|>"
+
+
+def test_grpo_trainer_rolls_out_in_arbiter_episodes(
+    gateway: RunningGateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from trainer.trl_environment import arbiter_environment, arbiter_episode_reward
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory, rollout_func: experimental
+    model_path, tokenizer = tiny_tool_model(tmp_path)
+    allowed = {tokenizer.convert_tokens_to_ids("5"), tokenizer.convert_tokens_to_ids("6")}
+    rows = [
+        {"prompt": [{"role": "user", "content": f"What is {a}+{b}?"}], "answer": str(a + b)}
+        for a, b in [(2, 3), (3, 3)] * 4
+    ]
+    question = re.compile(r"What is (\d+)\+(\d+)\?")
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """TRL's rollout hook: the policy's first turn, canned (the chat template renders the tools)."""
+        prompt_ids, completion_ids = [], []
+        for prompt in prompts:
+            ids = trainer.processing_class.apply_chat_template(
+                prompt,
+                tools=trainer.tools,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                chat_template=trainer.chat_template,
+            )
+            a, b = question.search(prompt[-1]["content"]).groups()  # type: ignore[union-attr]
+            prompt_ids.append(list(ids))
+            completion_ids.append(
+                trainer.processing_class(scripted_first_turn(int(a), int(b)), add_special_tokens=False)[
+                    "input_ids"
+                ]
+            )
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+
+    calls: list[dict[str, Any]] = []
+    inner = arbiter_episode_reward()
+
+    def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        rewards = inner(prompts=prompts, completions=completions, **columns)
+        episodes = [env.episode for env in columns["environments"]]
+        calls.append(
+            {
+                "completions": completions,
+                "answers": list(columns["answer"]),
+                "rewards": rewards,
+                "ids": [e.id for e in episodes],
+                "logs": [dict(e.logs) for e in episodes],
+            }
+        )
+        return rewards
+
+    reward.__name__ = inner.__name__
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=512,
+        max_tool_calling_iterations=1,
+        learning_rate=1e-3,
+        beta=0.0,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        seed=0,
+        # The answer after the tool output: one token, "5" or "6".
+        generation_kwargs={
+            "max_new_tokens": 1,
+            "suppress_tokens": [i for i in range(len(tokenizer)) if i not in allowed],
+        },
+    )
+    trainer = GRPOTrainer(
+        model=str(model_path),
+        reward_funcs=[reward],
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        environment_factory=arbiter_environment(label_column="answer"),
+        rollout_func=rollout,
+    )
+    trainer.train()
+
+    assert len(calls) == 2, "one reward call per step"
+    rollouts = 0
+    for call in calls:
+        for completion, answer, got, logs in zip(
+            call["completions"], call["answers"], call["rewards"], call["logs"], strict=True
+        ):
+            rollouts += 1
+            roles = [m["role"] for m in completion]
+            assert roles == ["assistant", "tool", "tool", "assistant"], completion
+            assert [m["content"] for m in completion[1:3]] == [
+                "<output>\n[no output]\n</output>\n",
+                f"<output>\n{answer}\n</output>\n",
+            ], "the second call read the first's variable: one interpreter per rollout"
+            final = completion[-1]["content"].strip()
+            assert final in {"5", "6"}
+            assert got == (1.0 if final == answer else 0.0), (final, answer, got)
+            assert logs["episode/tool_calls"] == 2 and logs["episode/turns"] == 3
+            assert logs["episode/done"] == 1 and logs["trainer/unreachable"] == 0
+    assert len({i for call in calls for i in call["ids"]}) == rollouts == 8, "an episode per rollout"
+    assert stats(gateway) == {"open": 0.0, "remembered": 8.0, "expired": 0.0}, "all finished"
+
+    rewards = [r for call in calls for r in call["rewards"]]
+    assert 1.0 in rewards and 0.0 in rewards
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logged) == 2, "both steps trained"
+    for entry, call in zip(logged, calls, strict=True):
+        assert entry["rewards/arbiter_episode/mean"] == pytest.approx(sum(call["rewards"]) / 4)
+        assert entry["tools/call_frequency"] == 2.0 and entry["tools/failure_frequency"] == 0.0
+        assert entry["arbiter/unscored"] == 0.0 and entry["episode/tool_calls"] == 2.0
