@@ -21,7 +21,7 @@ echo "framework venvs ready in $((SECONDS - start)) s"
 
 export ARBITER_FRAMEWORK_TESTS=1
 start=$SECONDS
-.venv-trl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_trl.py "$@"
+.venv-trl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_trl.py tests/trainer/frameworks/test_trl_environment.py "$@"
 echo "TRL tier: $((SECONDS - start)) s"
 start=$SECONDS
 .venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py tests/trainer/frameworks/test_verl_sandbox.py "$@"
