@@ -139,6 +139,15 @@ def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answe
     assert reward(prompts=[None], completions=["4"], environments=[right]) == [1.0]
     assert stats(gateway)["open"] == 0.0
 
+    # The episode's last allowed turn is graded as the service grades it, even a tool call.
+    short = arbiter_environment(label_column="answer", max_turns=2)()
+    short.reset(prompt="What is 2+2?", answer="4")
+    short.python("y = 4")
+    assert short.python("print(y)").startswith("[the episode is over")
+    assert short.python("print(y)").startswith("[the episode is over"), "no step past the end"
+    assert reward(prompts=[None], completions=["4"], environments=[short]) == [0.0]
+    assert short.episode is not None and short.episode.logs["episode/turns"] == 2
+
 
 def test_an_unreachable_or_restarted_service_is_flagged_never_a_zero(
     gateway: RunningGateway,
