@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -160,6 +161,16 @@ def tool_action(code: str, syntax: ToolSyntax) -> str:
     raise ValueError(f"the code holds the closing text of every tool syntax the service reads ({syntax})")
 
 
+def _failure(exc: Exception) -> tuple[Status, str, bool]:
+    """A failed call's status, detail and whether the service was unreachable."""
+    if isinstance(exc, Unreachable):
+        return Status.UPSTREAM_ERROR, str(exc), True
+    code = exc.code() if hasattr(exc, "code") else None
+    status = Status.TIMEOUT if code is grpc.StatusCode.DEADLINE_EXCEEDED else Status.UPSTREAM_ERROR
+    detail = exc.details() if hasattr(exc, "details") else str(exc)
+    return status, f"{getattr(code, 'name', code)}: {detail}", False
+
+
 class _Episode:
     """One rollout's episode on the service: its id, next turn, and how it ended or broke."""
 
@@ -174,6 +185,7 @@ class _Episode:
         self.rewards: list[float] = []
         self.logs = project({}, AGENT_KEYS)
         self.started: concurrent.futures.Future[None] | None = None
+        self.opened = False  # the service answered the start
 
     def flag(
         self, status: Status, detail: str, unreachable: bool, logs: dict[str, float] | None = None
@@ -189,16 +201,8 @@ class _Episode:
         """The reply, or None once the call failed (the episode flagged)."""
         try:
             return await self.client.call(name, request)
-        except Unreachable as exc:
-            self.flag(Status.UPSTREAM_ERROR, str(exc), True)
-        except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            status = Status.TIMEOUT if code is grpc.StatusCode.DEADLINE_EXCEEDED else Status.UPSTREAM_ERROR
-            self.flag(
-                status,
-                f"{getattr(code, 'name', code)}: {exc.details() if hasattr(exc, 'details') else exc}",
-                False,
-            )
+        except (Unreachable, grpc.RpcError) as exc:
+            self.flag(*_failure(exc))
         return None
 
     async def start(self, request: Any) -> None:
@@ -208,6 +212,8 @@ class _Episode:
         status = _STATUS.get(reply.status, Status.GRADER_ERROR)
         if status is not Status.OK:
             self.flag(status, reply.detail or "the episode did not start", False)
+            return
+        self.opened = True
 
     async def ready(self) -> None:
         if self.started is not None:
@@ -239,29 +245,34 @@ class _Episode:
 
         A rollout that ended without an answer (TRL's tool loop or token budget stopped it) gets
         what the service answers for it, the sum of its step rewards, as OpenRLHF's agent does.
+        A broken episode the service still holds (a step that timed out) is finished too, its
+        flags kept.
         """
         await self.ready()
-        if self.finished or self.broken is not None:
+        if self.finished:
             return
         self.finished = True
-        verdict = (self.logs, self.status) if self.done else None
-        reply = await self.call("FinishEpisode", pb.EpisodeFinishRequest(episode_id=self.id))
-        if reply is not None and dict(reply.logs).get(EPISODE_LOST_KEY):
-            if verdict is None:
-                self.flag(
-                    _STATUS.get(reply.status, Status.GRADER_ERROR), reply.detail, False, dict(reply.logs)
-                )
-                return
-            reply = None
-        if reply is None:
-            if verdict is not None:  # the verdict came back already; the service frees it on expiry
-                self.broken = None
-                self.logs, self.status = verdict
+        request = pb.EpisodeFinishRequest(episode_id=self.id)
+        if self.broken is not None:
+            if self.opened and not self.broken[2] and not self.logs[EPISODE_LOST_KEY]:
+                with contextlib.suppress(Unreachable, grpc.RpcError):  # else it expires there
+                    await self.client.call("FinishEpisode", request)
             return
+        try:
+            reply = await self.client.call("FinishEpisode", request)
+        except (Unreachable, grpc.RpcError) as exc:
+            if not self.done:
+                self.flag(*_failure(exc))
+            return  # else the verdict came back already; the service frees it on expiry
+        logs = dict(reply.logs)
         status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+        if logs.get(EPISODE_LOST_KEY):
+            if not self.done:
+                self.flag(status, reply.detail or "the episode was lost", False, logs)
+            return
         self.status = status
         self.rewards = [float(reply.reward)]
-        self.logs = project({**dict(reply.logs), STATUS_KEYS[status]: 1.0}, AGENT_KEYS)
+        self.logs = project({**logs, STATUS_KEYS[status]: 1.0}, AGENT_KEYS)
 
     async def answer(self, text: str) -> None:
         """The final turn (unless the service already ended the episode), then finish."""
