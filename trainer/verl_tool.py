@@ -1,0 +1,372 @@
+"""A veRL tool (verl.tools.base_tool.BaseTool) that runs the policy's tool calls in Arbiter episodes.
+
+veRL's multi-turn rollouts (0.9.1: verl/experimental/agent_loop/tool_agent_loop.py, agent
+`tool_agent`) load tools from the YAML file named by
+`actor_rollout_ref.rollout.multi_turn.tool_config_path` (verl/tools/tool_registry.py):
+
+    tools:
+      - class_name: trainer.verl_tool.ArbiterTool     # the repo on PYTHONPATH of the workers
+        config: {type: native, environment: python_tool}
+
+Each trajectory gets one Arbiter episode (services/episodes: python_tool's persistent sandboxed
+interpreter by default, or `code_feedback`). A tool call's `code` runs as one episode step, so
+variables survive between calls; the step's feedback (the cell's output, test failures) is the
+tool response, with the step reward and the trajectory's logs (a fixed key set) as metrics.
+
+veRL 0.9.1's ToolAgentLoop calls `create`, `execute` and `release` around *every* tool call
+(there is no per-trajectory hook, and no `verl/interactions` package), so an episode cannot be an
+instance: it belongs to the trajectory, found through the `agent_data` veRL passes to `execute`.
+`release` of such a per-call instance only forgets the instance; the episode is finished when the
+trajectory ends: by trainer/verl_agent_loop.py (agent `arbiter_tool_agent`, which also grades the
+final answer and makes the episode's reward the trajectory's), or, under veRL's plain
+`tool_agent`, when veRL drops the trajectory's state (a finalizer), or at the service's expiry.
+A caller that drives a tool per trajectory without `agent_data` (create, execute..., calc_reward,
+release: the older rollout's lifecycle) gets one episode per instance, finished by `calc_reward`
+or `release`.
+
+Tool config keys (all optional): `environment` (python_tool; else ARBITER_EPISODE_ENV),
+`episodes` (the gRPC host:port; else ARBITER_EPISODES, 127.0.0.1:9101), `max_turns` (0: the
+environment's limit), `action_template` (how a call's code becomes an action: a fenced Python
+block, which python_tool runs and code_feedback's grader extracts), `grade_final_answer` (true:
+the agent loop sends the trajectory's final answer to this tool's episode). Per sample,
+`extra_info.tools_kwargs.<tool name>.create_kwargs` may carry `label` (or `ground_truth`, veRL's
+name), `environment` and `metadata`.
+
+The connection and outage policy are trainer/openrlhf_agent.py's (one gRPC channel per process;
+ARBITER_GATEWAY_WAIT_S, ARBITER_FALLBACK_REWARD, ARBITER_AUTH_TOKEN, TLS: trainer/settings.py).
+An unreachable service is a tool response saying so, the fallback reward and
+`trainer/unreachable` = 1 in the metrics and the trajectory's logs: never a silent zero, never an
+exception into veRL's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+from arbiter.v1 import reward_pb2 as pb
+from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
+from trainer.keys import UNREACHABLE_KEY, project
+from trainer.openrlhf_agent import AGENT_KEYS, EpisodeClient, Unreachable, client
+from trainer.settings import AdapterSettings
+
+log = logging.getLogger(__name__)
+
+# The metrics of every call and the logs of every trajectory, in this order: the episode's keys.
+TOOL_KEYS: tuple[str, ...] = AGENT_KEYS
+DEFAULT_ACTION = "```python\n{code}\n```\n"
+DEFAULT_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": (
+            "Run Python code in a persistent sandboxed interpreter: variables and imports stay "
+            "between calls. Print what you want to see; a cell's last expression is echoed."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+            "required": ["code"],
+        },
+    },
+}
+_STATUS = {pb.Status.Value(f"STATUS_{s.value}"): s for s in Status}
+_clients: dict[str, EpisodeClient] = {}
+
+
+def episode_client(target: str | None) -> EpisodeClient:
+    """The process's client for `target` (None: ARBITER_EPISODES, the OpenRLHF agent's client)."""
+    if not target:
+        return client()
+    if target not in _clients:
+        _clients[target] = EpisodeClient(AdapterSettings.from_env(), target)
+    return _clients[target]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _first_user_text(messages: Any) -> str:
+    for message in messages or ():
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # multimodal parts: the text ones
+                parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+                return "".join(str(p) for p in parts)
+    return ""
+
+
+@dataclass
+class EpisodeSummary:
+    """What a finished episode gave: its reward (the fallback when it broke), score and logs."""
+
+    reward: float
+    score: float
+    logs: dict[str, float]
+    unreachable: bool = False
+
+
+@dataclass
+class Episode:
+    """One trajectory's episode on the service; its steps run one at a time (parallel calls)."""
+
+    episode_id: str
+    start: pb.EpisodeStartRequest
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    started: bool = False
+    turn: int = 0
+    done: bool = False
+    finished: bool = False
+    broken: tuple[Status, str, bool] | None = None  # why it cannot go on
+    reward: float = 0.0  # the sum of the step rewards so far
+    score: float = 0.0
+    logs: dict[str, float] = field(default_factory=lambda: project({}, TOOL_KEYS))
+    summary: EpisodeSummary | None = None
+
+
+@dataclass
+class _Instance:
+    create_kwargs: dict[str, Any]
+    episode: Episode | None = None  # its own episode (no agent_data: one per instance)
+
+
+class ArbiterTool(BaseTool):  # type: ignore[misc]
+    """A tool call is a step of the trajectory's Arbiter episode; see the module's docstring."""
+
+    def __init__(self, config: dict[str, Any], tool_schema: Any = None) -> None:
+        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(DEFAULT_SCHEMA)
+        super().__init__(config, schema)
+        self.environment = str(
+            config.get("environment") or os.environ.get("ARBITER_EPISODE_ENV", "").strip() or "python_tool"
+        )
+        self.max_turns = int(config.get("max_turns") or os.environ.get("ARBITER_EPISODE_MAX_TURNS") or 0)
+        self.action_template = str(config.get("action_template") or DEFAULT_ACTION)
+        self.grade_final_answer = bool(config.get("grade_final_answer", True))
+        self.client = episode_client(config.get("episodes") or None)
+        self._instances: dict[str, _Instance] = {}
+        self._trajectories: weakref.WeakKeyDictionary[Any, Episode] = weakref.WeakKeyDictionary()
+
+    # ---- veRL's BaseTool interface ----
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
+        """Remembers the sample's create_kwargs; the episode starts with the first call (or with
+        the trajectory, under trainer/verl_agent_loop.py), when veRL says which trajectory it is."""
+        instance_id = instance_id or uuid.uuid4().hex
+        nested = kwargs.get("create_kwargs")
+        create_kwargs = dict(nested) if isinstance(nested, Mapping) else {k: v for k, v in kwargs.items()}
+        self._instances[instance_id] = _Instance(create_kwargs)
+        return instance_id, ToolResponse()
+
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict[str, float]]:
+        """Runs `parameters["code"]` as the episode's next step: (feedback, step reward, metrics)."""
+        agent_data = kwargs.get("agent_data")
+        instance = self._instances.setdefault(instance_id, _Instance({}))  # released like any
+        episode = self._episode_for(instance, agent_data)
+        code = parameters.get("code") if isinstance(parameters, Mapping) else None
+        if not isinstance(code, str) or not code.strip():
+            # Never sent: an action without code would be taken for the final answer.
+            return ToolResponse(text="Error: the call has no `code` to run."), 0.0, dict(episode.logs)
+        return await self._step(episode, self.action_template.format(code=code))
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        """The reward of the instance's own episode, which it finishes (its interpreter freed).
+        Under ToolAgentLoop an instance has none (0): the trajectory's reward comes at its end."""
+        instance = self._instances.get(instance_id)
+        if instance is None or instance.episode is None:
+            return 0.0
+        return (await self.finish(instance.episode)).reward
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """Forgets the instance; finishes its own episode (a trajectory's ends with the trajectory)."""
+        instance = self._instances.pop(instance_id, None)
+        if instance is not None and instance.episode is not None:
+            await asyncio.shield(self.finish(instance.episode))
+
+    # ---- trajectories (trainer/verl_agent_loop.py) ----
+
+    async def open(self, agent_data: Any) -> Episode:
+        """Starts the trajectory's episode now (its interpreter starts while the policy writes)."""
+        episode = self._episode_for(_Instance({}), agent_data)
+        async with episode.lock:
+            await self._ensure_started(episode)
+        return episode
+
+    def episode_of(self, agent_data: Any) -> Episode | None:
+        return self._trajectories.get(agent_data)
+
+    async def conclude(self, agent_data: Any, final_answer: str | None) -> EpisodeSummary | None:
+        """Sends the final answer as the last step (graded) when the episode still runs, then
+        finishes it. None when the trajectory never had an episode."""
+        episode = self._trajectories.get(agent_data)
+        if episode is None:
+            return None
+        if final_answer is not None and not episode.done and episode.broken is None:
+            await self._step(episode, final_answer)
+        return await self.finish(episode)
+
+    async def finish(self, episode: Episode) -> EpisodeSummary:
+        """Ends the episode on the service (idempotent there and here)."""
+        async with episode.lock:
+            if episode.summary is not None:
+                return episode.summary
+            episode.finished = True
+            if episode.broken is not None:
+                episode.summary = self._flagged_summary(episode)
+                return episode.summary
+            if episode.started:
+                try:
+                    reply = await self.client.call(
+                        "FinishEpisode", pb.EpisodeFinishRequest(episode_id=episode.episode_id)
+                    )
+                except (Unreachable, grpc.RpcError) as exc:
+                    log.warning("arbiter episode %s: finish failed (%s)", episode.episode_id, exc)
+                else:  # a lost finish keeps the steps' answers (the service expired it)
+                    if not reply.logs.get(EPISODE_LOST_KEY):
+                        status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+                        episode.logs = project({**reply.logs, STATUS_KEYS[status]: 1.0}, TOOL_KEYS)
+                        episode.reward, episode.score = float(reply.reward), float(reply.score)
+            episode.summary = EpisodeSummary(episode.reward, episode.score, dict(episode.logs))
+            return episode.summary
+
+    # ---- internals ----
+
+    def _episode_for(self, instance: _Instance, agent_data: Any) -> Episode:
+        if agent_data is None:  # the per-instance lifecycle
+            if instance.episode is None:
+                instance.episode = self._new_episode(instance.create_kwargs, "")
+            return instance.episode
+        episode = self._trajectories.get(agent_data)
+        if episode is None:
+            tools_kwargs = getattr(agent_data, "tools_kwargs", None) or {}
+            per_tool = tools_kwargs.get(self.name, {}) if isinstance(tools_kwargs, Mapping) else {}
+            create_kwargs = per_tool.get("create_kwargs") if isinstance(per_tool, Mapping) else None
+            merged = {**(create_kwargs or {}), **instance.create_kwargs}
+            episode = self._new_episode(merged, _first_user_text(getattr(agent_data, "messages", None)))
+            self._trajectories[agent_data] = episode
+            # veRL's plain tool_agent never says the trajectory ended: finish when it drops it.
+            weakref.finalize(agent_data, _finish_dropped, self.client, episode)
+        return episode
+
+    def _new_episode(self, create_kwargs: Mapping[str, Any], prompt: str) -> Episode:
+        label = create_kwargs.get("label", create_kwargs.get("ground_truth"))
+        metadata = create_kwargs.get("metadata")
+        episode_id = f"verl-{os.getpid()}-{uuid.uuid4().hex}"
+        start = pb.EpisodeStartRequest(
+            episode_id=episode_id,
+            environment=str(create_kwargs.get("environment") or self.environment),
+            prompt=str(create_kwargs.get("prompt") or prompt),
+            label=_text(label),
+            metadata={str(k): _text(v) for k, v in metadata.items()} if isinstance(metadata, Mapping) else {},
+            max_turns=int(create_kwargs.get("max_turns") or self.max_turns),
+        )
+        return Episode(episode_id, start)
+
+    async def _ensure_started(self, episode: Episode) -> None:
+        """Starts the episode once (the lock held); a failure marks it broken."""
+        if episode.started or episode.broken is not None:
+            return
+        try:
+            reply = await self.client.call("StartEpisode", episode.start)
+        except Unreachable as exc:
+            episode.broken = (Status.UPSTREAM_ERROR, str(exc), True)
+            return
+        except grpc.RpcError as exc:
+            episode.broken = (Status.UPSTREAM_ERROR, f"{exc.code()}: {exc.details()}", False)
+            return
+        status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+        if status is not Status.OK:
+            episode.broken = (status, reply.detail, False)
+            return
+        episode.started = True
+
+    async def _step(self, episode: Episode, action: str) -> tuple[ToolResponse, float, dict[str, float]]:
+        async with episode.lock:
+            await self._ensure_started(episode)
+            if episode.broken is not None:
+                return self._broken_answer(episode)
+            if episode.done or episode.finished:
+                text = "The episode is over: no more tool calls run. Give your final answer."
+                return ToolResponse(text=text), 0.0, dict(episode.logs)
+            request = pb.EpisodeStepRequest(episode_id=episode.episode_id, turn=episode.turn, action=action)
+            try:
+                reply = await self.client.call("StepEpisode", request)
+            except Unreachable as exc:
+                episode.broken = (Status.UPSTREAM_ERROR, str(exc), True)
+                return self._broken_answer(episode)
+            except grpc.RpcError as exc:
+                timeout = exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+                episode.broken = (
+                    Status.TIMEOUT if timeout else Status.UPSTREAM_ERROR,
+                    str(exc.details()),
+                    False,
+                )
+                return self._broken_answer(episode)
+            episode.turn += 1
+            status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+            logs = dict(reply.logs)
+            if logs.get(EPISODE_LOST_KEY) or logs.get(EPISODE_FAILED_KEY):
+                episode.logs = project(logs, TOOL_KEYS)
+                episode.broken = (status, reply.detail, False)
+                return self._broken_answer(episode)
+            episode.logs = project({**logs, STATUS_KEYS[status]: 1.0}, TOOL_KEYS)
+            episode.reward += float(reply.reward)
+            episode.score = float(reply.score)
+            episode.done = bool(reply.done)
+            text = reply.feedback
+            if not text and episode.done:  # the turn limit: the service graded this call, ran nothing
+                text = "[the episode is over: its turn limit was reached; this call did not run]"
+            return ToolResponse(text=text), float(reply.reward), dict(episode.logs)
+
+    def _flagged_summary(self, episode: Episode) -> EpisodeSummary:
+        assert episode.broken is not None
+        status, _detail, unreachable = episode.broken
+        flags = {**episode.logs, STATUS_KEYS[status]: 1.0, UNREACHABLE_KEY: 1.0 if unreachable else 0.0}
+        if not unreachable and not episode.logs.get(EPISODE_LOST_KEY):
+            flags[EPISODE_FAILED_KEY] = 1.0
+        for key in STATUS_KEYS.values():  # one status: the failure's
+            if key != STATUS_KEYS[status]:
+                flags[key] = 0.0
+        logs = project(flags, TOOL_KEYS)
+        return EpisodeSummary(self.client.settings.fallback_reward, 0.0, logs, unreachable)
+
+    def _broken_answer(self, episode: Episode) -> tuple[ToolResponse, float, dict[str, float]]:
+        summary = self._flagged_summary(episode)
+        episode.logs = summary.logs
+        status, detail, unreachable = episode.broken or (Status.GRADER_ERROR, "", False)
+        log.warning("arbiter episode %s: %s (%s)", episode.episode_id, status.value, detail)
+        why = "the tool service is unreachable" if unreachable else f"the tool failed ({status.value})"
+        return ToolResponse(text=f"Error: {why}; no code ran."), summary.reward, dict(summary.logs)
+
+
+def _finish_dropped(episode_client: EpisodeClient, episode: Episode) -> None:
+    """veRL dropped a trajectory whose episode is still open: a fire-and-forget FinishEpisode
+    (a gRPC future; no event loop needed). The service's expiry is the backstop."""
+    if episode.finished or not episode.started:
+        return
+    episode.finished = True
+    try:
+        episode_client.stub.FinishEpisode.future(
+            pb.EpisodeFinishRequest(episode_id=episode.episode_id),
+            timeout=episode_client.settings.timeout_s,
+            metadata=episode_client.metadata,
+        )
+    except Exception as exc:  # a closed channel at interpreter exit
+        log.debug("arbiter episode %s: finish on drop failed (%s)", episode.episode_id, exc)
