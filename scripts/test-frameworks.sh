@@ -24,5 +24,6 @@ start=$SECONDS
 .venv-trl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_trl.py tests/trainer/frameworks/test_trl_environment.py "$@"
 echo "TRL tier: $((SECONDS - start)) s"
 start=$SECONDS
-.venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py tests/trainer/frameworks/test_verl_sandbox.py "$@"
+.venv-verl/bin/python -m pytest -p no:cacheprovider tests/trainer/frameworks/test_verl.py tests/trainer/frameworks/test_verl_sandbox.py \
+  tests/trainer/frameworks/test_verl_tools.py "$@"
 echo "veRL tier: $((SECONDS - start)) s"
