@@ -172,6 +172,30 @@ async def test_hostile_calls_are_feedback_and_the_state_survives(reach: Episodes
         await tool.release(instance)
 
 
+@pytest.mark.timeout(300)
+async def test_code_feedback_as_a_tool_pays_on_the_hidden_tests(reach: Episodes) -> None:
+    """`environment: code_feedback` per sample: a call submits a program, the visible tests'
+    failures come back, passing them ends the episode with the hidden tests' reward."""
+    (tool,) = load_tools(TOOL_CONFIG)
+    label = {
+        "visible": {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3"}]},
+        "hidden": {"kind": "stdio", "cases": [{"input": "10 20\n", "output": "30"}]},
+    }
+    instance, _ = await tool.create(create_kwargs={"environment": "code_feedback", "label": label})
+    wrong, reward, _ = await tool.execute(
+        instance, {"code": "a, b = map(int, input().split())\nprint(a - b)"}
+    )
+    assert (wrong.text or "").startswith("<feedback>") and reward == 0.0
+    _, reward, metrics = await tool.execute(
+        instance, {"code": "a, b = map(int, input().split())\nprint(a + b)"}
+    )
+    assert reward == 1.0 and metrics["episode/done"] == 1.0 and metrics["episode/correct"] == 1.0
+    over, _, _ = await tool.execute(instance, {"code": "print(0)"})
+    assert "episode is over" in (over.text or "")
+    assert await tool.calc_reward(instance) == 1.0
+    await tool.release(instance)
+
+
 async def test_an_unreachable_service_is_a_flagged_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
