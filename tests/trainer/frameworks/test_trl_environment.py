@@ -7,7 +7,9 @@ per rollout, TRL's chat template and response parser, its tool-calling loop call
 environment's `python` tool, its reward call with the environments. The one double is the
 policy's first turn, which a random tiny model cannot write: TRL's `rollout_func` hook answers it
 with canned tool calls; the answer after the tool output is the tiny model's own token ("5" or
-"6", every other token suppressed), so each rollout's right reward is known.
+"6", every other token suppressed), so each rollout's right reward is known. After two steps
+the service is killed: the third step's tool calls fail visibly, its rewards are None, and it
+trains all the same.
 """
 
 from __future__ import annotations
@@ -220,12 +222,13 @@ def scripted_first_turn(a: int, b: int) -> str:
     return "\n".join([call.format(code=f"x = {a} + {b}"), call.format(code="print(x)")]) + "<|im_end|>"
 
 
-def test_grpo_trainer_rolls_out_in_arbiter_episodes(
+def test_grpo_trainer_rolls_out_in_arbiter_episodes_and_survives_an_outage(
     gateway: RunningGateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import re
 
     from datasets import Dataset
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from trainer.trl_environment import arbiter_environment, arbiter_episode_reward
@@ -278,10 +281,19 @@ def test_grpo_trainer_rolls_out_in_arbiter_episodes(
         return rewards
 
     reward.__name__ = inner.__name__
+    counts: list[dict[str, float]] = []
+
+    class KillServiceAfterStep(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 2:
+                counts.append(stats(gateway))
+                gateway.process.proc.kill()  # type: ignore[union-attr]
+                gateway.process.proc.wait()  # type: ignore[union-attr]
+
     config = GRPOConfig(
         output_dir=str(tmp_path / "out"),
         use_cpu=True,
-        max_steps=2,
+        max_steps=3,
         per_device_train_batch_size=4,
         num_generations=2,
         max_completion_length=512,
@@ -306,12 +318,14 @@ def test_grpo_trainer_rolls_out_in_arbiter_episodes(
         processing_class=tokenizer,
         environment_factory=arbiter_environment(label_column="answer"),
         rollout_func=rollout,
+        callbacks=[KillServiceAfterStep()],
     )
     trainer.train()
 
-    assert len(calls) == 2, "one reward call per step"
+    assert len(calls) == 3, "one reward call per step"
+    served, down = calls[:2], calls[2]
     rollouts = 0
-    for call in calls:
+    for call in served:
         for completion, answer, got, logs in zip(
             call["completions"], call["answers"], call["rewards"], call["logs"], strict=True
         ):
@@ -327,14 +341,24 @@ def test_grpo_trainer_rolls_out_in_arbiter_episodes(
             assert got == (1.0 if final == answer else 0.0), (final, answer, got)
             assert logs["episode/tool_calls"] == 2 and logs["episode/turns"] == 3
             assert logs["episode/done"] == 1 and logs["trainer/unreachable"] == 0
-    assert len({i for call in calls for i in call["ids"]}) == rollouts == 8, "an episode per rollout"
-    assert stats(gateway) == {"open": 0.0, "remembered": 8.0, "expired": 0.0}, "all finished"
-
-    rewards = [r for call in calls for r in call["rewards"]]
+    assert len({i for call in served for i in call["ids"]}) == rollouts == 8, "an episode per rollout"
+    assert counts == [{"open": 0.0, "remembered": 8.0, "expired": 0.0}], "all finished"
+    rewards = [r for call in served for r in call["rewards"]]
     assert 1.0 in rewards and 0.0 in rewards
+
+    # The service died after step 2: the tools fail visibly, the rewards are None, training goes on.
+    for completion, logs in zip(down["completions"], down["logs"], strict=True):
+        assert [m["role"] for m in completion] == ["assistant", "tool", "tool", "assistant"]
+        assert all("arbiter episode unavailable" in m["content"] for m in completion[1:3]), completion
+        assert logs["trainer/unreachable"] == 1 and logs["status/upstream_error"] == 1
+    assert down["rewards"] == [None] * 4, "unscorable, not a fake zero"
+
     logged = [entry for entry in trainer.state.log_history if "loss" in entry]
-    assert len(logged) == 2, "both steps trained"
-    for entry, call in zip(logged, calls, strict=True):
+    assert len(logged) == 3, "every step trained, the one after the outage too"
+    for entry, call in zip(logged[:2], served, strict=True):
         assert entry["rewards/arbiter_episode/mean"] == pytest.approx(sum(call["rewards"]) / 4)
         assert entry["tools/call_frequency"] == 2.0 and entry["tools/failure_frequency"] == 0.0
         assert entry["arbiter/unscored"] == 0.0 and entry["episode/tool_calls"] == 2.0
+    outage = logged[2]
+    assert outage["tools/failure_frequency"] == 1.0, "TRL counted the failed tool calls"
+    assert outage["arbiter/unscored"] == 1.0 and outage["trainer/unreachable"] == 1.0
