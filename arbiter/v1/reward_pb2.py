@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61rbiter/v1/reward.proto\x12\narbiter.v1\"\x9e\x01\n\x06Sample\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x10\n\x08response\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x32\n\x08metadata\x18\x04 \x03(\x0b\x32 .arbiter.v1.Sample.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc8\x01\n\x06Result\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05score\x18\x02 \x01(\x01\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12*\n\x04logs\x18\x05 \x03(\x0b\x32\x1c.arbiter.v1.Result.LogsEntry\x12\x12\n\nprediction\x18\x06 \x01(\t\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"h\n\nGraderInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_hash\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\x12\x10\n\x08log_keys\x18\x05 \x03(\t\"Z\n\x0cScoreRequest\x12#\n\x07samples\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Sample\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\"p\n\rScoreResponse\x12#\n\x07results\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Result\x12&\n\x06grader\x18\x02 \x01(\x0b\x32\x16.arbiter.v1.GraderInfo\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"\r\n\x0bInfoRequest\"\xe2\x01\n\x13\x45pisodeStartRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\x12?\n\x08metadata\x18\x05 \x03(\x0b\x32-.arbiter.v1.EpisodeStartRequest.MetadataEntry\x12\x11\n\tmax_turns\x18\x06 \x01(\x05\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"s\n\x14\x45pisodeStartResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x13\n\x0bobservation\x18\x02 \x01(\t\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\"F\n\x12\x45pisodeStepRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\"\x90\x02\n\x13\x45pisodeStepResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x10\n\x08\x66\x65\x65\x64\x62\x61\x63k\x18\x03 \x01(\t\x12\x0e\n\x06reward\x18\x04 \x01(\x01\x12\r\n\x05score\x18\x05 \x01(\x01\x12\x0c\n\x04\x64one\x18\x06 \x01(\x08\x12\"\n\x06status\x18\x07 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x08 \x01(\t\x12\x37\n\x04logs\x18\t \x03(\x0b\x32).arbiter.v1.EpisodeStepResponse.LogsEntry\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"*\n\x14\x45pisodeFinishRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\"\xf5\x01\n\x15\x45pisodeFinishResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0e\n\x06reward\x18\x02 \x01(\x01\x12\r\n\x05score\x18\x03 \x01(\x01\x12\r\n\x05turns\x18\x04 \x01(\x05\x12\"\n\x06status\x18\x05 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x39\n\x04logs\x18\x07 \x03(\x0b\x32+.arbiter.v1.EpisodeFinishResponse.LogsEntry\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01*\xa8\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n\tSTATUS_OK\x10\x01\x12\x18\n\x14STATUS_INVALID_INPUT\x10\x02\x12\x12\n\x0eSTATUS_TIMEOUT\x10\x03\x12\x17\n\x13STATUS_GRADER_ERROR\x10\x04\x12\x19\n\x15STATUS_UPSTREAM_ERROR\x10\x05\x12\x15\n\x11STATUS_OVERLOADED\x10\x06\x32\x86\x01\n\rRewardService\x12<\n\x05Score\x12\x18.arbiter.v1.ScoreRequest\x1a\x19.arbiter.v1.ScoreResponse\x12\x37\n\x04Info\x12\x17.arbiter.v1.InfoRequest\x1a\x16.arbiter.v1.GraderInfo2\x89\x02\n\x0e\x45pisodeService\x12Q\n\x0cStartEpisode\x12\x1f.arbiter.v1.EpisodeStartRequest\x1a .arbiter.v1.EpisodeStartResponse\x12N\n\x0bStepEpisode\x12\x1e.arbiter.v1.EpisodeStepRequest\x1a\x1f.arbiter.v1.EpisodeStepResponse\x12T\n\rFinishEpisode\x12 .arbiter.v1.EpisodeFinishRequest\x1a!.arbiter.v1.EpisodeFinishResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61rbiter/v1/reward.proto\x12\narbiter.v1\"\x9e\x01\n\x06Sample\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x10\n\x08response\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x32\n\x08metadata\x18\x04 \x03(\x0b\x32 .arbiter.v1.Sample.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc8\x01\n\x06Result\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05score\x18\x02 \x01(\x01\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12*\n\x04logs\x18\x05 \x03(\x0b\x32\x1c.arbiter.v1.Result.LogsEntry\x12\x12\n\nprediction\x18\x06 \x01(\t\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"h\n\nGraderInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_hash\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\x12\x10\n\x08log_keys\x18\x05 \x03(\t\"Z\n\x0cScoreRequest\x12#\n\x07samples\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Sample\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\"p\n\rScoreResponse\x12#\n\x07results\x18\x01 \x03(\x0b\x32\x12.arbiter.v1.Result\x12&\n\x06grader\x18\x02 \x01(\x0b\x32\x16.arbiter.v1.GraderInfo\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"\r\n\x0bInfoRequest\"\xe2\x01\n\x13\x45pisodeStartRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\x12?\n\x08metadata\x18\x05 \x03(\x0b\x32-.arbiter.v1.EpisodeStartRequest.MetadataEntry\x12\x11\n\tmax_turns\x18\x06 \x01(\x05\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x86\x01\n\x14\x45pisodeStartResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x13\n\x0bobservation\x18\x02 \x01(\t\x12\"\n\x06status\x18\x03 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x11\n\tmax_turns\x18\x05 \x01(\x05\"h\n\x12\x45pisodeStepRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x11\n\ttool_code\x18\x04 \x03(\t\x12\r\n\x05\x66inal\x18\x05 \x01(\x08\"\x90\x02\n\x13\x45pisodeStepResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x10\n\x08\x66\x65\x65\x64\x62\x61\x63k\x18\x03 \x01(\t\x12\x0e\n\x06reward\x18\x04 \x01(\x01\x12\r\n\x05score\x18\x05 \x01(\x01\x12\x0c\n\x04\x64one\x18\x06 \x01(\x08\x12\"\n\x06status\x18\x07 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x08 \x01(\t\x12\x37\n\x04logs\x18\t \x03(\x0b\x32).arbiter.v1.EpisodeStepResponse.LogsEntry\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"*\n\x14\x45pisodeFinishRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\"\xf5\x01\n\x15\x45pisodeFinishResponse\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0e\n\x06reward\x18\x02 \x01(\x01\x12\r\n\x05score\x18\x03 \x01(\x01\x12\r\n\x05turns\x18\x04 \x01(\x05\x12\"\n\x06status\x18\x05 \x01(\x0e\x32\x12.arbiter.v1.Status\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x39\n\x04logs\x18\x07 \x03(\x0b\x32+.arbiter.v1.EpisodeFinishResponse.LogsEntry\x1a+\n\tLogsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01*\xa8\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n\tSTATUS_OK\x10\x01\x12\x18\n\x14STATUS_INVALID_INPUT\x10\x02\x12\x12\n\x0eSTATUS_TIMEOUT\x10\x03\x12\x17\n\x13STATUS_GRADER_ERROR\x10\x04\x12\x19\n\x15STATUS_UPSTREAM_ERROR\x10\x05\x12\x15\n\x11STATUS_OVERLOADED\x10\x06\x32\x86\x01\n\rRewardService\x12<\n\x05Score\x12\x18.arbiter.v1.ScoreRequest\x1a\x19.arbiter.v1.ScoreResponse\x12\x37\n\x04Info\x12\x17.arbiter.v1.InfoRequest\x1a\x16.arbiter.v1.GraderInfo2\x89\x02\n\x0e\x45pisodeService\x12Q\n\x0cStartEpisode\x12\x1f.arbiter.v1.EpisodeStartRequest\x1a .arbiter.v1.EpisodeStartResponse\x12N\n\x0bStepEpisode\x12\x1e.arbiter.v1.EpisodeStepRequest\x1a\x1f.arbiter.v1.EpisodeStepResponse\x12T\n\rFinishEpisode\x12 .arbiter.v1.EpisodeFinishRequest\x1a!.arbiter.v1.EpisodeFinishResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,8 +41,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EPISODESTEPRESPONSE_LOGSENTRY']._serialized_options = b'8\001'
   _globals['_EPISODEFINISHRESPONSE_LOGSENTRY']._loaded_options = None
   _globals['_EPISODEFINISHRESPONSE_LOGSENTRY']._serialized_options = b'8\001'
-  _globals['_STATUS']._serialized_start=1716
-  _globals['_STATUS']._serialized_end=1884
+  _globals['_STATUS']._serialized_start=1770
+  _globals['_STATUS']._serialized_end=1938
   _globals['_SAMPLE']._serialized_start=40
   _globals['_SAMPLE']._serialized_end=198
   _globals['_SAMPLE_METADATAENTRY']._serialized_start=151
@@ -63,22 +63,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EPISODESTARTREQUEST']._serialized_end=957
   _globals['_EPISODESTARTREQUEST_METADATAENTRY']._serialized_start=151
   _globals['_EPISODESTARTREQUEST_METADATAENTRY']._serialized_end=198
-  _globals['_EPISODESTARTRESPONSE']._serialized_start=959
-  _globals['_EPISODESTARTRESPONSE']._serialized_end=1074
-  _globals['_EPISODESTEPREQUEST']._serialized_start=1076
-  _globals['_EPISODESTEPREQUEST']._serialized_end=1146
-  _globals['_EPISODESTEPRESPONSE']._serialized_start=1149
-  _globals['_EPISODESTEPRESPONSE']._serialized_end=1421
+  _globals['_EPISODESTARTRESPONSE']._serialized_start=960
+  _globals['_EPISODESTARTRESPONSE']._serialized_end=1094
+  _globals['_EPISODESTEPREQUEST']._serialized_start=1096
+  _globals['_EPISODESTEPREQUEST']._serialized_end=1200
+  _globals['_EPISODESTEPRESPONSE']._serialized_start=1203
+  _globals['_EPISODESTEPRESPONSE']._serialized_end=1475
   _globals['_EPISODESTEPRESPONSE_LOGSENTRY']._serialized_start=358
   _globals['_EPISODESTEPRESPONSE_LOGSENTRY']._serialized_end=401
-  _globals['_EPISODEFINISHREQUEST']._serialized_start=1423
-  _globals['_EPISODEFINISHREQUEST']._serialized_end=1465
-  _globals['_EPISODEFINISHRESPONSE']._serialized_start=1468
-  _globals['_EPISODEFINISHRESPONSE']._serialized_end=1713
+  _globals['_EPISODEFINISHREQUEST']._serialized_start=1477
+  _globals['_EPISODEFINISHREQUEST']._serialized_end=1519
+  _globals['_EPISODEFINISHRESPONSE']._serialized_start=1522
+  _globals['_EPISODEFINISHRESPONSE']._serialized_end=1767
   _globals['_EPISODEFINISHRESPONSE_LOGSENTRY']._serialized_start=358
   _globals['_EPISODEFINISHRESPONSE_LOGSENTRY']._serialized_end=401
-  _globals['_REWARDSERVICE']._serialized_start=1887
-  _globals['_REWARDSERVICE']._serialized_end=2021
-  _globals['_EPISODESERVICE']._serialized_start=2024
-  _globals['_EPISODESERVICE']._serialized_end=2289
+  _globals['_REWARDSERVICE']._serialized_start=1941
+  _globals['_REWARDSERVICE']._serialized_end=2075
+  _globals['_EPISODESERVICE']._serialized_start=2078
+  _globals['_EPISODESERVICE']._serialized_end=2343
 # @@protoc_insertion_point(module_scope)

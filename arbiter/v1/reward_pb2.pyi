@@ -128,26 +128,32 @@ class EpisodeStartRequest(_message.Message):
     def __init__(self, episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt: _Optional[str] = ..., label: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., max_turns: _Optional[int] = ...) -> None: ...
 
 class EpisodeStartResponse(_message.Message):
-    __slots__ = ("episode_id", "observation", "status", "detail")
+    __slots__ = ("episode_id", "observation", "status", "detail", "max_turns")
     EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
     episode_id: str
     observation: str
     status: Status
     detail: str
-    def __init__(self, episode_id: _Optional[str] = ..., observation: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ...) -> None: ...
+    max_turns: int
+    def __init__(self, episode_id: _Optional[str] = ..., observation: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., detail: _Optional[str] = ..., max_turns: _Optional[int] = ...) -> None: ...
 
 class EpisodeStepRequest(_message.Message):
-    __slots__ = ("episode_id", "turn", "action")
+    __slots__ = ("episode_id", "turn", "action", "tool_code", "final")
     EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CODE_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
     episode_id: str
     turn: int
     action: str
-    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., action: _Optional[str] = ...) -> None: ...
+    tool_code: _containers.RepeatedScalarFieldContainer[str]
+    final: bool
+    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., action: _Optional[str] = ..., tool_code: _Optional[_Iterable[str]] = ..., final: _Optional[bool] = ...) -> None: ...
 
 class EpisodeStepResponse(_message.Message):
     __slots__ = ("episode_id", "turn", "feedback", "reward", "score", "done", "status", "detail", "logs")

@@ -11,7 +11,7 @@ import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # extra_logs names a trainer reserves for itself (they go to wandb as train/<key>, beside its own
 # train/reward, train/score and train/kl); a grader must never emit them.
@@ -146,6 +146,7 @@ class OpenRLHFResponse(BaseModel):
 # `episode/failed`) with a finite reward, never a silent zero.
 
 EPISODE_ID_MAX = 256  # characters of a caller-chosen episode id
+EPISODE_TOOL_CALLS_MAX = 64  # code cells in one step (each counts against the episode's tool-call limit)
 # The logs of every episode answer (steps and finish), whatever its environment: a fixed key set,
 # here so that trainer adapters name them without importing the service. Then, on the server,
 # the emergence statistics of the whole trajectory as `trajectory/<key>`.
@@ -181,12 +182,26 @@ class EpisodeStartResponse(_Strict):
     observation: str = ""  # what the policy sees first (the prompt, as the environment presents it)
     status: Status = Field(default=Status.OK, strict=False)
     detail: str = ""
+    max_turns: int = 0  # the episode's turn limit: the action of the last turn is graded
 
 
 class EpisodeStepRequest(_Strict):
     episode_id: str = Field(min_length=1, max_length=EPISODE_ID_MAX)
     turn: int = Field(ge=0, description="0 for the first action: the same turn again is a retry")
     action: str
+    tool_code: list[str] = Field(
+        default_factory=list,
+        max_length=EPISODE_TOOL_CALLS_MAX,
+        description="tool calls as the caller's parser read them (code cells, run in order); "
+        "when given, the action is not searched for tool calls",
+    )
+    final: bool = Field(default=False, description="the action is the final answer: graded now")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> EpisodeStepRequest:
+        if self.final and self.tool_code:
+            raise ValueError("a step is either tool calls or the final answer, not both")
+        return self
 
 
 class EpisodeStepResponse(_Strict):

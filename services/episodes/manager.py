@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -48,6 +49,13 @@ log = logging.getLogger(__name__)
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _step_digest(request: EpisodeStepRequest) -> bytes:
+    """What a retry must repeat: the action, and its structured tool calls or final mark."""
+    if not request.tool_code and not request.final:
+        return _digest(request.action)
+    return _digest(json.dumps([request.action, request.tool_code, request.final]))
 
 
 @dataclass(eq=False)
@@ -93,6 +101,7 @@ class EpisodeManager:
         self.trajectory_keys = trajectory_keys  # emergence keys, prefixed trajectory/
         self.log_keys = (*COUNTERS, *FLAGS, *(f"trajectory/{k}" for k in trajectory_keys))
         self.expired = 0
+        self.started = self.stepped = self.finished = 0
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -158,8 +167,11 @@ class EpisodeManager:
             await environment.close()
             return await self.start(request)
         now = time.monotonic()
-        response = EpisodeStartResponse(episode_id=episode_id, observation=observation)
+        response = EpisodeStartResponse(
+            episode_id=episode_id, observation=observation, max_turns=environment.max_turns
+        )
         self.open[episode_id] = Episode(request, environment, response, now, now)
+        self.started += 1
         return response
 
     @staticmethod
@@ -188,7 +200,7 @@ class EpisodeManager:
         if request.turn >= len(steps):
             return None
         digest, reply = steps[request.turn]
-        if digest != _digest(request.action):
+        if digest != _step_digest(request):
             return f"turn {request.turn} was already taken by a different action"
         return reply
 
@@ -233,7 +245,7 @@ class EpisodeManager:
 
     async def _advance(self, episode: Episode, request: EpisodeStepRequest) -> EpisodeStepResponse:
         try:
-            outcome = await episode.environment.step(request.action)
+            outcome = await episode.environment.step(request.action, request.tool_code, request.final)
         except Exception as exc:  # a bug or a broken sandbox: the episode cannot go on, flagged
             log.exception("episode %r: step %d failed", request.episode_id, request.turn)
             episode.failed = episode.done = True
@@ -260,7 +272,8 @@ class EpisodeManager:
                 detail=outcome.detail,
                 logs=self._logs(episode),
             )
-        episode.steps.append((_digest(request.action), reply))
+        episode.steps.append((_step_digest(request), reply))
+        self.stepped += 1
         return reply
 
     # ---- finish ----
@@ -279,6 +292,7 @@ class EpisodeManager:
 
     async def _close(self, episode_id: str, episode: Episode, reason: str) -> EpisodeFinishResponse:
         self.open.pop(episode_id, None)
+        self.finished += reason == "finished"
         status, detail = Status.OK, ""
         if episode.failed:
             status, detail = Status.GRADER_ERROR, "the episode failed (see its last step)"
@@ -382,4 +396,7 @@ class EpisodeManager:
             "open": float(len(self.open)),
             "remembered": float(len(self.closed)),
             "expired": float(self.expired),
+            "started": float(self.started),
+            "steps": float(self.stepped),
+            "finished": float(self.finished),
         }

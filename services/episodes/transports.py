@@ -91,11 +91,18 @@ def start_to_pb(answer: EpisodeStartResponse) -> pb.EpisodeStartResponse:
         observation=answer.observation,
         status=status_to_pb(answer.status),
         detail=answer.detail,
+        max_turns=answer.max_turns,
     )
 
 
 def step_from_pb(message: pb.EpisodeStepRequest) -> EpisodeStepRequest:
-    return EpisodeStepRequest(episode_id=message.episode_id, turn=message.turn, action=message.action)
+    return EpisodeStepRequest(
+        episode_id=message.episode_id,
+        turn=message.turn,
+        action=message.action,
+        tool_code=list(message.tool_code),
+        final=message.final,
+    )
 
 
 def step_to_pb(answer: EpisodeStepResponse) -> pb.EpisodeStepResponse:

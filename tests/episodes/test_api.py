@@ -23,7 +23,13 @@ async def test_python_tool_episode_end_to_end() -> None:
     async with served(grader=grader) as (server, client):
         episode = Episode(client, "e2e")
         started = await episode.start(prompt="What is 6*7?", label="42")
-        assert started == {"episode_id": "e2e", "observation": "What is 6*7?", "status": "OK", "detail": ""}
+        assert started == {
+            "episode_id": "e2e",
+            "observation": "What is 6*7?",
+            "status": "OK",
+            "detail": "",
+            "max_turns": 8,
+        }
         first = await episode.step("Let me compute.\n```python\nx = 6 * 7\nprint(x)\n```")
         assert first["feedback"] == "<output>\n42\n</output>\n"
         assert first["done"] is False and first["reward"] == 0.0

@@ -8,7 +8,7 @@ raises for what the action does: that is feedback or a verdict.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -69,12 +69,16 @@ class Tally:
 class Environment(Protocol):
     tally: Tally
     actions: list[str]
+    max_turns: int  # the last allowed turn's action is graded
 
     async def reset(self) -> str:
         """The first observation (the prompt as the policy sees it)."""
         ...
 
-    async def step(self, action: str) -> StepOutcome: ...
+    async def step(self, action: str, tool_code: Sequence[str] = (), final: bool = False) -> StepOutcome:
+        """One turn. `tool_code`: the caller's own parse of the tool calls (the action is then not
+        searched for them); `final`: the action is the final answer, whatever it contains."""
+        ...
 
     async def close(self) -> None:
         """Frees what the episode holds (its interpreter); called once, on finish or expiry."""

@@ -12,6 +12,7 @@ tests' result (the visible ones when the label has no hidden tests).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from services.common.contract import EpisodeStartRequest, Result, Sample, Status
@@ -60,7 +61,11 @@ class CodeFeedbackEnvironment:
         )
         return await self.context.grade(sample)
 
-    async def step(self, action: str) -> StepOutcome:
+    async def step(self, action: str, tool_code: Sequence[str] = (), final: bool = False) -> StepOutcome:
+        """The program is the action (its last fenced block), or the last of `tool_code`. `final`
+        skips the visible tests: the program is graded on the hidden ones now."""
+        if tool_code:
+            action = tool_code[-1]
         self.actions.append(action)
         self.tally.add("episode/turns")
         if isinstance(self.labels, str):
@@ -68,6 +73,8 @@ class CodeFeedbackEnvironment:
             self.tally.set("episode/grade_failed", 1.0)
             return StepOutcome("", True, status=Status.INVALID_INPUT, detail=self.labels)
         visible, hidden = self.labels
+        if final:
+            return await self._graded(action, await self._run(action, hidden))
         self.tally.add("episode/tool_calls")
         checked = await self._run(action, visible)
         if checked.status is not Status.OK:
@@ -79,7 +86,10 @@ class CodeFeedbackEnvironment:
                 self.tally.add("episode/truncated_outputs")
                 detail = detail[:_MAX_FEEDBACK] + " [... truncated]"
             return StepOutcome(feedback=f"<feedback>\n{detail}\n</feedback>\n", done=False)
-        final = await self._run(action, hidden) if hidden != visible else checked
+        return await self._graded(action, await self._run(action, hidden) if hidden != visible else checked)
+
+    async def _graded(self, action: str, final: Result) -> StepOutcome:
+        """The step that ends the episode, with the hidden tests' verdict on the program."""
         self.tally.set("episode/done", 1.0)
         self.tally.set("episode/correct", 1.0 if final.status is Status.OK and final.score >= 1.0 else 0.0)
         self.tally.set("episode/grade_failed", 0.0 if final.status is Status.OK else 1.0)

@@ -11,6 +11,7 @@ and a tool-error penalty where the recipe sets one; never an error of the servic
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from services.common.contract import EpisodeStartRequest, Sample, Status
 from services.episodes.actions import render, tool_calls
@@ -40,10 +41,12 @@ class PythonToolEnvironment:
             self.context.interpreters().prestart(self.session)
         return self.request.prompt
 
-    async def step(self, action: str) -> StepOutcome:
+    async def step(self, action: str, tool_code: Sequence[str] = (), final: bool = False) -> StepOutcome:
         self.actions.append(action)
         self.tally.add("episode/turns")
-        calls = tool_calls(action, self.options.tool_syntax, self.options.tag)
+        if final:
+            return await self._final(action)
+        calls = list(tool_code) or tool_calls(action, self.options.tool_syntax, self.options.tag)
         if not calls or len(self.actions) >= self.max_turns:
             return await self._final(action)
         outputs: list[str] = []
