@@ -105,6 +105,12 @@ async def test_verify_grades_the_final_assistant_text_with_the_rows_label() -> N
         assert (await verify(client, multi))["reward"] == 1.0
         early = row(message("\\boxed{42}"), call, out, message("I give up."))
         assert (await verify(client, early))["reward"] == 0.0
+        # items as NeMo-Gym's ServerClient sends models (exclude_unset): defaults left out
+        bare_call = {"call_id": "c1", "name": "python", "arguments": "{}"}
+        bare_out = {"call_id": "c1", "output": "\\boxed{42}"}
+        bare = row(bare_call, bare_out, {"id": "m", "content": [{"text": "\\boxed{42}", "annotations": []}]})
+        answer = await verify(client, bare)
+        assert answer["reward"] == 1.0 and answer["arbiter_logs"]["nemo_gym/tool_calls_recorded"] == 1
 
 
 @pytest.mark.parametrize(

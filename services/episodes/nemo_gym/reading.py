@@ -17,6 +17,10 @@ What is graded is the final assistant text: the `output_text` parts of the assis
 items after the response's last tool call or tool output (the whole message output of a
 single-turn response). Reasoning items, refusals, tool calls and tool outputs are never graded:
 a tool output is the environment's text and, in a request, the caller's to forge.
+
+An item or content part without `type` is read as NeMo-Gym's models read it: its `type` is a
+default, and NeMo-Gym's own client (`ServerClient`) sends models dumped with `exclude_unset`, so a
+message arrives as `{"id": ..., "content": [{"text": ..., "annotations": []}]}`.
 """
 
 from __future__ import annotations
@@ -73,6 +77,18 @@ def read_environment(body: Mapping[str, Any], default: str) -> str:
     return found if isinstance(found, str) else default
 
 
+def _kind(item: Mapping[str, Any]) -> str:
+    """An output item's type, inferred from its fields when unset (NeMo-Gym's defaults)."""
+    given = item.get("type")
+    if isinstance(given, str):
+        return given
+    if "content" in item:
+        return "message"
+    if "call_id" in item:
+        return "function_call" if "arguments" in item else "function_call_output"
+    return "reasoning" if "summary" in item else ""
+
+
 def _text_of(content: Any, kinds: frozenset[str]) -> str:
     if isinstance(content, str):
         return content
@@ -80,7 +96,9 @@ def _text_of(content: Any, kinds: frozenset[str]) -> str:
         return ""
     parts = []
     for part in content:
-        if isinstance(part, Mapping) and part.get("type") in kinds and isinstance(part.get("text"), str):
+        if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
+            continue
+        if part.get("type") is None or part["type"] in kinds:  # no type: a text part
             parts.append(part["text"])
     return "".join(parts)
 
@@ -108,18 +126,18 @@ def _output(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def final_text(response: Mapping[str, Any]) -> str:
     """The assistant's final text (see the module docstring); "" when it wrote none."""
     output = _output(response)
-    last_tool = max((i for i, item in enumerate(output) if item.get("type") in _TOOL_ITEMS), default=-1)
+    last_tool = max((i for i, item in enumerate(output) if _kind(item) in _TOOL_ITEMS), default=-1)
     texts = [
         _text_of(item.get("content"), frozenset({"output_text"}))
         for item in output[last_tool + 1 :]
-        if item.get("type") == "message" and item.get("role", "assistant") == "assistant"
+        if _kind(item) == "message" and item.get("role", "assistant") == "assistant"
     ]
     return "".join(texts)
 
 
 def tool_calls(response: Mapping[str, Any], name: str) -> int:
     """How many calls of the tool `name` the response records."""
-    calls = (item for item in _output(response) if item.get("type") == "function_call")
+    calls = (item for item in _output(response) if _kind(item) == "function_call")
     return sum(1 for item in calls if item.get("name") == name)
 
 
