@@ -11,6 +11,18 @@ kept (in the REPL, and the reply frame's size). A cell that passes its time, mem
 limit, or ends the interpreter, gets the interpreter killed: the episode is told so, and the
 next cell starts a fresh one.
 
+A finished episode's sandbox serves a later one, as `/run_code`'s do (reuse.py): the sandbox's
+first process is a zygote that forks each episode's interpreter and, when the episode ends,
+kills every process but itself, empties /tmp and checks nothing changed it; the service then
+proves the sandbox holds only the zygote (its cgroup's processes, a nonce's pong) before the
+next episode's interpreter is forked. So an episode costs a fork, not a bubblewrap launch, and
+nothing of it (files, processes, variables, environment) reaches the next one. A sandbox where
+anything else happened (a cell killed for its limits, an interpreter that ended, a reset that
+is not clean or not in time) is killed instead; each serves at most reuse.MAX_USES episodes.
+A sandbox is kept only while the live interpreters and the kept ones are fewer than
+`max_live_interpreters`; an interpreter about to start waits for one being proven clean rather
+than launching a sandbox; close() kills the kept ones with the rest.
+
 At most `max_live_interpreters` run at once. Past it, the least recently used idle interpreter
 is reclaimed; when its episode runs code again, a fresh interpreter first replays that episode's
 earlier cells (their output discarded), which restores its variables for deterministic code;
@@ -22,15 +34,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from services.episodes.settings import EpisodeSettings
 from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.reuse import RESET_TIMEOUT_S, ReusedSandboxes
+from services.reward_rules.code.runner import HARNESS_PATH, PythonRunner
 from services.reward_rules.code.sandbox import Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
@@ -46,9 +62,11 @@ def repl_source() -> str:
 
 @dataclass
 class ReplRunner:
-    """A LanguageRunner (services/reward_rules/code/runner.py) whose sandbox runs repl.py."""
+    """A LanguageRunner (services/reward_rules/code/runner.py) whose sandbox runs repl.py; the
+    code harness's bytecode is bound beside it, for its zygote's clean-up between episodes."""
 
     interpreter: str = "/usr/bin/python3"
+    _harness: PythonRunner | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -61,12 +79,18 @@ class ReplRunner:
     def prepare(self) -> None:
         if not Path(self.interpreter).exists():
             raise RuntimeError(f"no sandbox interpreter at {self.interpreter}")
+        if self._harness is None:
+            self._harness = PythonRunner(self.interpreter)
+        self._harness.prepare()
 
     def binds(self) -> list[tuple[str, str]]:
-        return []  # the REPL is small: it travels on the command line
+        self.prepare()
+        assert self._harness is not None
+        return self._harness.binds()  # the REPL itself is small: it travels on the command line
 
     def argv(self, sandboxed: bool = True) -> list[str]:
-        return [self.interpreter, "-I", "-S", "-B", "-c", repl_source()]
+        harness = HARNESS_PATH if sandboxed else self.binds()[0][0]
+        return [self.interpreter, "-I", "-S", "-B", "-c", repl_source(), harness]
 
 
 @dataclass(frozen=True)
@@ -129,11 +153,14 @@ def _run_cell(sandbox: Sandbox, code: str, limit_s: float, max_output: int) -> C
         cpu_s = (ended_cpu - started_cpu) / 1e9
     else:
         cpu_s = min(time.monotonic() - started_wall, wall) if killed != TIMEOUT else limit_s
+    output = reply.get("output")
+    if not killed and not isinstance(output, str):  # the zygote's `ended`: its interpreter died
+        killed = MEMORY if sandbox.oom_kills() > oom_before else EXITED
     if killed:
         return CellResult(output="", error=True, truncated=False, cpu_s=max(cpu_s, 0.0), killed=killed)
-    output = reply.get("output")
+    assert isinstance(output, str)
     return CellResult(
-        output=output if isinstance(output, str) else "",
+        output=output,
         error=reply.get("error") is True,
         truncated=reply.get("truncated") is True,
         cpu_s=max(cpu_s, 0.0),
@@ -162,6 +189,11 @@ class InterpreterPool:
             host_uid=settings.sandbox_uid,
         )
         self.cpu_timed = self._sandboxes.cpu_timed
+        reuse = tool.reuse_sandboxes and settings.sandbox == "bwrap"
+        self._reuse = ReusedSandboxes(self._sandboxes, keep=self.capacity) if reuse else None
+        self._returning: dict[Future[None], None] = {}  # sandboxes being proven clean, oldest first
+        self._awaited = 0  # of those, awaited by interpreters about to start (_returned)
+        self._returning_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(self.capacity + 2, thread_name_prefix="episode-repl")
         self._live: OrderedDict[str, ReplSession] = OrderedDict()  # least recently used first
         self._freed = asyncio.Event()
@@ -171,6 +203,17 @@ class InterpreterPool:
     @property
     def live(self) -> int:
         return len(self._live)
+
+    @property
+    def reused(self) -> int:
+        """Interpreters forked in a sandbox an earlier episode used (proven clean since)."""
+        return self._reuse.reused if self._reuse is not None else 0
+
+    def idle_sandboxes(self) -> int:
+        """Sandboxes kept for later episodes (their zygotes only), and those being proven clean."""
+        kept = len(self._reuse.idle_sandboxes()) if self._reuse is not None else 0
+        with self._returning_lock:
+            return kept + len(self._returning)
 
     async def _call(self, function: object, *args: object) -> object:
         loop = asyncio.get_running_loop()
@@ -228,7 +271,9 @@ class InterpreterPool:
             replayed = False
             while True:  # ends: each pass either finishes or drops one cell from the history
                 await self._reserve(session)
-                acquired = await self._call(self._sandboxes.acquire, self.limits.memory_bytes)
+                await self._returned()
+                source = self._reuse if self._reuse is not None else self._sandboxes
+                acquired = await self._call(source.acquire, self.limits.memory_bytes)
                 assert isinstance(acquired, Sandbox)
                 session.sandbox = acquired
                 failed = None
@@ -248,12 +293,31 @@ class InterpreterPool:
             await self._drop(session)
             raise
 
+    async def _returned(self) -> None:
+        """With no clean sandbox kept but some being proven clean, waits for one of those (a reset
+        costs milliseconds, a launch tens of them): one waiter for each, the rest start fresh."""
+        if self._reuse is None or self._reuse.idle_sandboxes():
+            return
+        with self._returning_lock:
+            pending = list(self._returning)
+            if self._awaited >= len(pending):
+                return
+            future = pending[self._awaited]
+            self._awaited += 1
+        try:
+            await asyncio.wrap_future(future)
+        except Exception:  # its give-back failed: the sandbox is killed, the caller starts one
+            pass
+        finally:
+            with self._returning_lock:
+                self._awaited -= 1
+
     async def _reserve(self, session: ReplSession) -> None:
         """A live slot for `session`: reclaims the least recently used idle interpreter when full."""
         while len(self._live) >= self.capacity:
             idle = next((s for s in self._live.values() if not s.busy), None)
             if idle is not None:
-                await self._drop(idle)
+                await self._drop(idle)  # killed, not kept: kept ones would pass the bound
                 self.reclaimed += 1
                 continue
             self._freed.clear()
@@ -262,29 +326,57 @@ class InterpreterPool:
         if self._closed:
             raise RuntimeError("the interpreter pool is closed")
 
-    async def _drop(self, session: ReplSession) -> None:
-        """Kills the session's interpreter (the pool's reaper thread does it) and frees its slot."""
+    async def _drop(self, session: ReplSession, keep: bool = False) -> None:
+        """Frees the session's slot; its sandbox is killed (the pool's reaper thread does it) or,
+        with `keep`, reset for a later episode where reuse is on and the bound leaves room."""
         self._live.pop(session.key, None)
         sandbox, session.sandbox = session.sandbox, None
         if sandbox is not None:
-            self._sandboxes.release(sandbox)
+            if keep and self._reuse is not None and not self._closed:
+                if len(self._live) + len(self._reuse.idle_sandboxes()) < self.capacity:
+                    self._give_back(sandbox)
+                else:
+                    self._reuse.release(sandbox)
+            elif self._reuse is not None:
+                self._reuse.release(sandbox)
+            else:
+                self._sandboxes.release(sandbox)
         self._freed.set()
+
+    def _give_back(self, sandbox: Sandbox) -> None:
+        """Proves the sandbox clean in a worker thread (milliseconds; RESET_TIMEOUT_S at most)
+        and keeps it for a later episode, or kills it; the episode's finish does not wait."""
+        assert self._reuse is not None
+        future = self._executor.submit(self._reuse.give_back, sandbox)
+        with self._returning_lock:
+            self._returning[future] = None
+
+        def done(finished: Future[None]) -> None:
+            with self._returning_lock:
+                self._returning.pop(finished, None)
+
+        future.add_done_callback(done)
 
     async def close_session(self, session: ReplSession) -> None:
         session.closed = True
         if session.preparing is not None:
             preparing, session.preparing = session.preparing, None
             await asyncio.shield(preparing)
-        await self._drop(session)
+        await self._drop(session, keep=not session.busy)
 
     def close(self) -> None:
-        """Kills every interpreter and removes the sandboxes' cgroups (blocking)."""
+        """Kills every interpreter and kept sandbox, removes the sandboxes' cgroups (blocking)."""
         self._closed = True
+        with self._returning_lock:
+            returning = list(self._returning)
+        wait_futures(returning, timeout=RESET_TIMEOUT_S + 1)  # each ends kept or killed
         for session in list(self._live.values()):
             sandbox, session.sandbox = session.sandbox, None
             if sandbox is not None:
                 with contextlib.suppress(Exception):
-                    self._sandboxes.release(sandbox)
+                    (self._reuse or self._sandboxes).release(sandbox)
         self._live.clear()
+        if self._reuse is not None:
+            self._reuse.close()
         self._sandboxes.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
