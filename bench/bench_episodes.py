@@ -8,10 +8,12 @@ service process (its own interpreter pool and its /run_code sandboxes), with the
 same concurrency and the same client.
 
 Prints episodes/s and per-step latency (p50, p99: tool steps, then the final answer) for both and
-their ratios; then memory per open episode (`--open` episodes each holding a live interpreter:
-the service's whole process tree RSS over its idle RSS, per episode; shared pages count in every
-process, so this is an upper bound), and the service's RSS and open fds once they finished (the
-flat check: back to about where they started).
+their ratios, and the CPU time an episode cost (the service process, its sandboxes' cgroups, this
+client): on a shared machine the CPU figures move less with other work than the rates do. Then
+memory per open episode (`--open` episodes each holding a live interpreter: the service's whole
+process tree RSS over its idle RSS, per episode; shared pages count in every process, so this is
+an upper bound), and the service's RSS and open fds once they finished (the flat check: back to
+about where they started).
 
     python bench/bench_episodes.py [--episodes 512] [--concurrency 256] [--turns 4] [--open 256]
 """
@@ -75,12 +77,28 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def cpu_s(pid: int) -> tuple[float, float, float]:
+    """CPU seconds so far: the service process (every thread), its sandboxes (their cpuacct
+    groups, charged up to the service's base groups, which outlive each sandbox), this client."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    service = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    sandboxes = 0.0
+    for base in Path("/sys/fs/cgroup/cpuacct").glob(f"arbiter-code-{pid}-*"):
+        try:
+            sandboxes += int((base / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            continue
+    return service, sandboxes, time.process_time()
+
+
 class Timings:
     def __init__(self) -> None:
         self.tool: list[float] = []
         self.first: list[float] = []  # the first tool step of a stateful episode: its interpreter starts
         self.final: list[float] = []
         self.failed = 0
+        self.cpu_before: tuple[float, ...] = ()
+        self.cpu_ms: tuple[float, ...] = ()  # per episode: service, sandboxes, client
 
 
 async def stateful_episode(client: httpx.AsyncClient, name: str, turns: int, timings: Timings) -> None:
@@ -136,6 +154,7 @@ async def stateless_episode(client: httpx.AsyncClient, name: str, turns: int, ti
 
 async def run(way: str, url: str, episodes: int, concurrency: int, turns: int) -> tuple[float, Timings]:
     timings = Timings()
+    timings.cpu_before = cpu_s(service_pid(url))
     gate = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
@@ -147,7 +166,10 @@ async def run(way: str, url: str, episodes: int, concurrency: int, turns: int) -
 
         began = time.perf_counter()
         await asyncio.gather(*(one(n) for n in range(episodes)))
-        return episodes / (time.perf_counter() - began), timings
+        rate = episodes / (time.perf_counter() - began)
+    after = cpu_s(service_pid(url))
+    timings.cpu_ms = tuple((b - a) * 1e3 / episodes for a, b in zip(timings.cpu_before, after, strict=True))
+    return rate, timings
 
 
 async def memory(url: str, pid: int, count: int) -> tuple[float, float, int, float, int]:
@@ -206,6 +228,11 @@ def main() -> None:
         "--open", type=int, default=256, help="episodes held open for the memory figure; 0: skip"
     )
     parser.add_argument("--cell-work", type=int, default=20000, help="loop steps per cell (its CPU cost)")
+    parser.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="a fresh sandbox per episode (python_tool.reuse_sandboxes false), for comparison",
+    )
     args = parser.parse_args()
     global WORK
     WORK = args.cell_work
@@ -213,7 +240,11 @@ def main() -> None:
         "episodes": {
             "max_live_interpreters": max(args.concurrency, args.open),
             "warm_interpreters": 8,
-            "python_tool": {"memory_limit_mb": 256, "max_turns": args.turns},
+            "python_tool": {
+                "memory_limit_mb": 256,
+                "max_turns": args.turns,
+                "reuse_sandboxes": not args.no_reuse,
+            },
         },
         "reward_rules": {"code": {"memory_limit_mb": 256}},
     }
@@ -240,13 +271,14 @@ def main() -> None:
         )
         print(
             f"{'way':10} {'episodes/s':>10} {'tool p50 ms':>11} {'tool p99':>8} "
-            f"{'final p50':>9} {'failed':>6}"
+            f"{'final p50':>9} {'failed':>6}  CPU ms/episode: service, sandboxes, client"
         )
         for way, (rate, timings) in results.items():
+            service, sandboxes, client = timings.cpu_ms
             print(
                 f"{way:10} {rate:10.1f} {percentile(timings.tool, 0.5) * 1e3:11.0f} "
                 f"{percentile(timings.tool, 0.99) * 1e3:8.0f} {percentile(timings.final, 0.5) * 1e3:9.0f} "
-                f"{timings.failed:6d}"
+                f"{timings.failed:6d}  {service:.1f}, {sandboxes:.1f}, {client:.1f}"
             )
         (s_rate, s_t), (l_rate, l_t) = results["stateful"], results["stateless"]
         print(
