@@ -205,6 +205,11 @@ async def test_a_session_runs_its_tool_calls_in_an_episode() -> None:
         logs = answer["arbiter_logs"]
         assert logs["episode/tool_calls"] == 2 and logs["nemo_gym/tool_calls_run"] == 2
         assert logs["nemo_gym/tool_calls_recorded"] == 2 and logs["episode/lost"] == 0
+        late = await client.post("/python", json={"code": "x"})  # after verify: feedback, no failure
+        assert "spent" in late.json()["output"]
+        retried = await verify(client, row(*calls, message("\\boxed{42}")))
+        retried["arbiter_logs"].pop("cache/hit"), answer["arbiter_logs"].pop("cache/hit")
+        assert retried == answer  # the same answer, the episode's logs included
         closed = await client.post("/close_session", json={})
         assert closed.status_code == 200 and COOKIE not in client.cookies
         assert (await client.post("/python", json={"code": "1"})).status_code == 400

@@ -103,7 +103,8 @@ class NemoGymFacade:
         """Forgets the session and finishes its episode (frees its interpreter); idempotent."""
         session = self.sessions.pop(session_id)
         if session is not None and session.episode_id:
-            await self.manager.finish(EpisodeFinishRequest(episode_id=session.episode_id))
+            async with session.lock:
+                await self.manager.finish(EpisodeFinishRequest(episode_id=session.episode_id))
         return {}
 
     async def stop(self) -> None:
@@ -207,7 +208,9 @@ class NemoGymFacade:
         logs["nemo_gym/tool_calls_run"] = float(session.tool_calls if session is not None else 0)
         logs["nemo_gym/session_lost"] = 0.0
         if session is not None and session.episode_id:
-            finished = await self.manager.finish(EpisodeFinishRequest(episode_id=session.episode_id))
+            async with session.lock:  # after a tool call still in flight
+                finished = await self.manager.finish(EpisodeFinishRequest(episode_id=session.episode_id))
+                session.done = True  # a late tool call must not reach the closed episode
             logs.update(finished.logs)
         failure = session.failure if session is not None else None
         if session is None and session_id and reading.read_environment(body, self.settings.environment):
