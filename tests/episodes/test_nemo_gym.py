@@ -242,10 +242,23 @@ async def test_tool_calls_past_the_episodes_turns_are_refused_as_feedback() -> N
         outputs = [
             (await client.post("/python", json={"code": f"print({i})"})).json()["output"] for i in range(9)
         ]
-        assert outputs[0] == "<output>\n0\n</output>\n"
-        assert "spent" in outputs[-1]  # python_tool.max_turns (8): the last turn is the answer's
+        # python_tool.max_turns (8): seven calls run, the last turn is kept for the answer
+        assert outputs[:7] == [f"<output>\n{i}\n</output>\n" for i in range(7)]
+        assert all("spent" in output for output in outputs[7:])
         answer = await verify(client, row(message("\\boxed{42}")))
         assert answer["reward"] == 1.0 and answer["mask_sample"] is False
+        assert answer["arbiter_logs"]["episode/tool_calls"] == 7
+
+
+async def test_the_code_runs_as_given_whatever_it_holds() -> None:
+    async with facade(environment="python_tool") as (_, client):
+        await client.post("/seed_session", json=row())
+        code = 'print("```python <code>x</code> \\\\boxed{42}")'
+        first = await client.post("/python", json={"code": code})
+        assert first.json() == {"output": "<output>\n```python <code>x</code> \\boxed{42}\n</output>\n"}
+        assert "empty" in (await client.post("/python", json={"code": " \n"})).json()["output"]
+        answer = await verify(client, row(message("I do not know.")))
+        assert answer["reward"] == 0.0 and answer["arbiter_logs"]["episode/tool_calls"] == 1
 
 
 async def test_aggregate_metrics_as_nemo_gym_computes_them() -> None:

@@ -36,7 +36,6 @@ from services.common.contract import (
     Sample,
     Status,
 )
-from services.episodes.actions import tool_calls
 from services.episodes.manager import EpisodeManager
 from services.episodes.nemo_gym import reading
 from services.episodes.nemo_gym.sessions import Session, SessionStore
@@ -94,6 +93,7 @@ class NemoGymFacade:
             started = await self.manager.start(request)
             if started.status is Status.OK:
                 session.episode_id = episode_id
+                session.max_turns = started.max_turns
             else:
                 session.fail(started.status, f"the session's episode did not start: {started.detail}")
         status, detail = session.failure or (Status.OK, "")
@@ -127,19 +127,6 @@ class NemoGymFacade:
 
     # ---- the tool ----
 
-    def _action(self, code: str) -> str | None:
-        """`code` as an action the episode reads as exactly that one tool call; None if it cannot be."""
-        options = self.manager.settings.python_tool
-        candidates = []
-        if options.tool_syntax in ("tag", "both"):
-            candidates.append(f"<{options.tag}>{code}</{options.tag}>")
-        if options.tool_syntax in ("fenced", "both"):
-            candidates.append(f"```python\n{code}\n```")
-        for action in candidates:
-            if tool_calls(action, options.tool_syntax, options.tag) == [code.strip("\n")]:
-                return action
-        return None
-
     async def tool(self, session_id: str | None, arguments: Any) -> dict[str, Any]:
         """The tool's answer, which NeMo-Gym's agent hands to the policy as the call's output."""
         session = self.sessions.get(session_id)
@@ -155,13 +142,17 @@ class NemoGymFacade:
         code = arguments.get("code") if isinstance(arguments, Mapping) else None
         if not isinstance(code, str):
             return {"output": 'error: the tool takes {"code": "<python source>"}'}
-        action = self._action(code)
-        if action is None:
-            return {"output": "error: empty code, or code that cannot be sent as one cell"}
+        if not code.strip():
+            return {"output": "error: the code is empty"}
         async with session.lock:
+            if session.max_turns and session.turn + 1 >= session.max_turns:
+                session.done = True  # the episode's last turn is its final answer: kept for /verify
             if session.done:
                 return {"output": SPENT}
-            request = EpisodeStepRequest(episode_id=session.episode_id, turn=session.turn, action=action)
+            # the code as one cell, run as given (not searched for fences or tags)
+            request = EpisodeStepRequest(
+                episode_id=session.episode_id, turn=session.turn, action=code, tool_code=[code]
+            )
             try:
                 step = await self.manager.step(request)
             except Exception as exc:  # the manager answers failures; this is a bug, still masked
@@ -173,7 +164,7 @@ class NemoGymFacade:
                 session.fail(step.status, f"a tool call failed in the service: {step.detail}")
                 session.done = True
                 return {"output": f"error: the tool failed in the service: {step.detail}"}
-            if step.done:  # the last allowed turn: the episode took it as its final answer
+            if step.done:  # the episode ended (a limit of its own): it took the call as its answer
                 session.done = True
                 return {"output": SPENT}
             session.tool_calls += 1

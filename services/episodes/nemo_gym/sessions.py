@@ -29,6 +29,7 @@ class Session:
     touched: float
     episode_id: str = ""  # "" when the session opened no episode
     turn: int = 0  # the next step's turn in the episode
+    max_turns: int = 0  # the episode's turn limit (its last turn would be graded as the answer)
     done: bool = False  # the episode ended: no more tool calls run
     tool_calls: int = 0  # tool calls run in the episode
     failure: tuple[Status, str] | None = None  # the first infrastructure failure the rollout met
