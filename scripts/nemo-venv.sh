@@ -2,7 +2,7 @@
 # Create (or refresh) .venv-nemo: NeMo-Gym 0.4.0, which tests/trainer/frameworks/test_nemo_gym.py
 # drives against Arbiter. NeMo-Gym needs Python >= 3.12 (the main venv is 3.11), hence a venv of
 # its own. Its full install (ray, mlflow, wandb, datasets...) is taken as a NeMo-Gym user gets it:
-# about 1.4 GB and 8 minutes from an empty pip cache on the shared 2-core machine.
+# 1.5 GB; 8-9 minutes on the shared 2-core machine (most of it resolving and unpacking).
 # Arbiter itself (base dependencies only) and pytest join it, so the test runs inside it.
 #   NEMO_PYTHON=/path/to/python3.12 scripts/nemo-venv.sh
 # Exit status 3: no Python >= 3.12 here (the caller skips the tier and says so).
