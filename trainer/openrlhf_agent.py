@@ -4,12 +4,15 @@ With an agent, OpenRLHF (0.8+, 0.11.2 here) never calls `--reward.remote_url`: e
 actor loads this file, builds `AgentExecutor()`, and for every prompt runs
 `MultiTurnAgentExecutor.execute`, which makes one `ArbiterAgent` and calls `reset` once and
 `step` after each generated turn. Every call goes to Arbiter's episode service (an episode per
-sample; services/episodes) over one persistent gRPC channel per process; the environment (a
-persistent sandboxed Python tool, test feedback...) answers the feedback text, the step reward
-and whether the episode is done. The episode's reward is the sum of its step rewards (OpenRLHF
-adds them up); its extra_logs are the whole trajectory's, with the fixed key set below on every
-sample, Arbiter reachable or not. After `execute` the episode is finished (its interpreter freed),
-also when OpenRLHF stopped it on the token budget.
+sample; services/episodes) over one persistent gRPC channel per process (trainer/episode_client.py,
+shared with the veRL and TRL adapters: the repo must be on the workers' PYTHONPATH); the
+environment (a persistent sandboxed Python tool, test feedback...) answers the feedback text, the
+step reward and whether the episode is done. The policy's raw text is each turn's action: the
+service finds its tool calls, and a turn without one is the final answer. The episode's reward
+is the sum of its step rewards (OpenRLHF adds them up); its extra_logs are the whole
+trajectory's, with a fixed key set (AGENT_KEYS) on every sample, Arbiter reachable or not. After
+`execute` the episode is finished (its interpreter freed), also when OpenRLHF stopped it on the
+token budget.
 
 Environment variables (the trainer's workers get no other settings):
 - ARBITER_EPISODES (127.0.0.1:9101): the gRPC host:port of the service holding episodes
@@ -32,8 +35,6 @@ import contextvars
 import json
 import logging
 import os
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -41,44 +42,27 @@ from typing import Any
 import grpc
 
 from arbiter.v1 import reward_pb2 as pb
-from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import (
-    EPISODE_COUNTER_KEYS,
-    EPISODE_FAILED_KEY,
-    EPISODE_LOST_KEY,
-    STATUS_KEYS,
-    Status,
+from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
+from trainer.episode_client import (
+    AGENT_KEYS,
+    STATUS_FROM_PB,
+    EpisodeClient,
+    Unreachable,
+    client,
+    environment_name,
+    flagged_logs,
 )
-from services.common.emergence import EmergenceStats
-from services.common.settings import EmergenceSettings
-from services.common.tls import grpc_channel_credentials, grpc_channel_options
-from trainer.keys import UNREACHABLE_KEY, project
-from trainer.settings import AdapterSettings
+from trainer.keys import project
 
 try:  # OpenRLHF's own base classes; absent only where the file is read without OpenRLHF (docs, lint)
     from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 except ImportError:  # pragma: no cover
     AgentInstanceBase = MultiTurnAgentExecutor = object
 
-log = logging.getLogger(__name__)
+# The shared client's names, importable from here as before (trainer/episode_client.py holds them).
+__all__ = ["AGENT_KEYS", "AgentExecutor", "ArbiterAgent", "EpisodeClient", "Unreachable", "client"]
 
-# Every sample's extra_logs, in this order: status one-hot, reachability, the episode counters and
-# flags, the trajectory's emergence statistics (default emergence settings).
-AGENT_KEYS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        (
-            *STATUS_KEYS.values(),
-            UNREACHABLE_KEY,
-            *EPISODE_COUNTER_KEYS,
-            EPISODE_LOST_KEY,
-            EPISODE_FAILED_KEY,
-            *(f"trajectory/{k}" for k in EmergenceStats(EmergenceSettings()).keys),
-        )
-    )
-)
-_STATUS = {pb.Status.Value(f"STATUS_{s.value}"): s for s in Status}
-FIRST_DELAY_S = 0.2
-MAX_DELAY_S = 5.0
+log = logging.getLogger(__name__)
 
 
 def _reward(value: float) -> Any:
@@ -95,111 +79,8 @@ class _Scalar(float):
         return float(self)
 
 
-class Unreachable(Exception):
-    """The service could not be reached within the outage policy's wait."""
-
-
-class EpisodeClient:
-    """The process's channel to the episode service: thread- and loop-agnostic (a sync gRPC channel
-    whose futures are awaited on whichever event loop calls), with the outage policy."""
-
-    def __init__(self, settings: AdapterSettings, target: str) -> None:
-        self.settings = settings
-        self.target = target
-        self.metadata = (("authorization", f"Bearer {settings.token}"),) if settings.token else None
-        options = [
-            ("grpc.keepalive_time_ms", 30_000),
-            ("grpc.initial_reconnect_backoff_ms", 200),
-            ("grpc.min_reconnect_backoff_ms", 200),
-            ("grpc.max_reconnect_backoff_ms", 2_000),
-        ]
-        if settings.tls is not None:
-            self.channel = grpc.secure_channel(
-                target,
-                grpc_channel_credentials(settings.tls),
-                options=options + grpc_channel_options(settings.tls),
-            )
-        else:
-            self.channel = grpc.insecure_channel(target, options=options)
-        self.stub = pb_grpc.EpisodeServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self._lock = threading.Lock()
-        self._down_since: float | None = None
-
-    async def _once(self, method: Any, request: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[Any] = loop.create_future()
-        call = method.future(request, timeout=self.settings.timeout_s, metadata=self.metadata)
-
-        def settle(done: Any) -> None:
-            if waiter.done():
-                return
-            try:
-                waiter.set_result(done.result())
-            except BaseException as exc:  # grpc.RpcError, or the call's cancellation
-                waiter.set_exception(exc)
-
-        call.add_done_callback(lambda done: loop.call_soon_threadsafe(settle, done))
-        try:
-            return await waiter
-        except asyncio.CancelledError:
-            call.cancel()
-            raise
-
-    async def call(self, name: str, request: Any) -> Any:
-        """The reply; retries an unreachable service (the calls are idempotent) up to the wait,
-        then raises Unreachable. Any other gRPC failure raises grpc.RpcError at once."""
-        method = getattr(self.stub, name)
-        wait_until = time.monotonic() + (0.0 if self._down_since is not None else self.settings.wait_s)
-        delay = FIRST_DELAY_S
-        while True:
-            try:
-                reply = await self._once(method, request)
-            except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else None
-                if code is not grpc.StatusCode.UNAVAILABLE:
-                    raise
-                left = wait_until - time.monotonic()
-                if left <= 0:
-                    with self._lock:
-                        if self._down_since is None:
-                            self._down_since = time.monotonic()
-                            log.error(
-                                "arbiter episodes %s unreachable: flagged fallbacks until it answers",
-                                self.target,
-                            )
-                    raise Unreachable(f"episode service {self.target} unreachable") from exc
-                await asyncio.sleep(min(delay, left))
-                delay = min(delay * 2, MAX_DELAY_S)
-                continue
-            if self._down_since is not None:
-                with self._lock:
-                    self._down_since = None
-            return reply
-
-
-_lock = threading.Lock()
-_client: EpisodeClient | None = None
-
-
-def client() -> EpisodeClient:
-    """The process's client, made on first use from the environment."""
-    global _client
-    with _lock:
-        if _client is None:
-            target = os.environ.get("ARBITER_EPISODES", "").strip() or "127.0.0.1:9101"
-            _client = EpisodeClient(AdapterSettings.from_env(), target)
-        return _client
-
-
 def _environment(label: Any) -> str:
-    if isinstance(label, str) and label.lstrip().startswith("{"):
-        try:
-            value = json.loads(label)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict) and isinstance(value.get("environment"), str):
-            return str(value["environment"])
-    return os.environ.get("ARBITER_EPISODE_ENV", "").strip() or "python_tool"
+    return environment_name(label if isinstance(label, str) else "")
 
 
 _instances: contextvars.ContextVar[list[ArbiterAgent] | None] = contextvars.ContextVar(
@@ -224,11 +105,8 @@ class ArbiterAgent(AgentInstanceBase):  # type: ignore[misc]
     def _flagged(
         self, status: Status, detail: str, unreachable: bool, logs: dict[str, float] | None = None
     ) -> dict[str, float]:
-        flags = {**(logs or {}), STATUS_KEYS[status]: 1.0, UNREACHABLE_KEY: 1.0 if unreachable else 0.0}
-        if not unreachable and not (logs or {}).get(EPISODE_LOST_KEY):
-            flags[EPISODE_FAILED_KEY] = 1.0
         log.warning("arbiter episode %s: %s (%s); fallback reward", self.episode_id, status.value, detail)
-        return project(flags, AGENT_KEYS)
+        return flagged_logs(logs or {}, status, unreachable)
 
     async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         prompt, label = str(states.get("observation", "")), states.get("label")
@@ -249,7 +127,7 @@ class ArbiterAgent(AgentInstanceBase):  # type: ignore[misc]
         except grpc.RpcError as exc:
             self.broken = (Status.UPSTREAM_ERROR, f"{exc.code()}: {exc.details()}", False)
             return {"observation": prompt}
-        status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+        status = STATUS_FROM_PB.get(reply.status, Status.GRADER_ERROR)
         if status is not Status.OK:
             self.broken = (status, reply.detail, False)
             return {"observation": prompt}
@@ -284,7 +162,7 @@ class ArbiterAgent(AgentInstanceBase):  # type: ignore[misc]
             )
             return self._fallback(status, str(exc.details()), False)
         self.turn += 1
-        status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+        status = STATUS_FROM_PB.get(reply.status, Status.GRADER_ERROR)
         logs = dict(reply.logs)
         if logs.get(EPISODE_LOST_KEY) or logs.get(EPISODE_FAILED_KEY):
             return self._fallback(status, reply.detail, False, logs)
@@ -311,7 +189,7 @@ class ArbiterAgent(AgentInstanceBase):  # type: ignore[misc]
         logs = dict(reply.logs)
         if logs.get(EPISODE_LOST_KEY):
             return self.logs
-        status = _STATUS.get(reply.status, Status.GRADER_ERROR)
+        status = STATUS_FROM_PB.get(reply.status, Status.GRADER_ERROR)
         self.logs = project({**logs, STATUS_KEYS[status]: 1.0}, AGENT_KEYS)
         return self.logs
 

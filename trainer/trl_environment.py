@@ -32,9 +32,9 @@ whose episode could not start, was lost (a restarted service) or failed gets rew
 `tools/failure_frequency`), and the batch's share shows as `arbiter/unscored`. Every rollout's
 logs have the OpenRLHF agent's fixed key set (AGENT_KEYS), averaged per batch into TRL's metrics.
 
-One gRPC channel per process (trainer/openrlhf_agent.py's client, with its outage policy: an
+One gRPC channel per process (trainer/episode_client.py's client, with its outage policy: an
 unreachable service is retried, the same turn each time, for ARBITER_GATEWAY_WAIT_S, then calls
-fail fast until it answers again). Settings are the environment variables of that agent:
+fail fast until it answers again). Settings are its environment variables:
 ARBITER_EPISODES (the gRPC host:port holding episodes), ARBITER_EPISODE_ENV, and
 trainer/settings.py's (timeout, wait, token, TLS).
 """
@@ -56,8 +56,8 @@ import grpc
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
+from trainer.episode_client import AGENT_KEYS, EpisodeClient, Unreachable, client
 from trainer.keys import UNREACHABLE_KEY, project
-from trainer.openrlhf_agent import AGENT_KEYS, EpisodeClient, Unreachable, client
 from trainer.trl_reward import UNSCORED_METRIC
 
 log = logging.getLogger(__name__)

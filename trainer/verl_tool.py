@@ -32,7 +32,7 @@ the agent loop sends the trajectory's final answer to this tool's episode). Per 
 `extra_info.tools_kwargs.<tool name>.create_kwargs` may carry `label` (or `ground_truth`, veRL's
 name), `environment` and `metadata`.
 
-The connection and outage policy are trainer/openrlhf_agent.py's (one gRPC channel per process;
+The connection and outage policy are trainer/episode_client.py's (one gRPC channel per process;
 ARBITER_GATEWAY_WAIT_S, ARBITER_FALLBACK_REWARD, ARBITER_AUTH_TOKEN, TLS: trainer/settings.py).
 An unreachable service is a tool response saying so, the fallback reward and
 `trainer/unreachable` = 1 in the metrics and the trajectory's logs: never a silent zero, never an
@@ -57,9 +57,8 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
+from trainer.episode_client import AGENT_KEYS, EpisodeClient, Unreachable, client
 from trainer.keys import UNREACHABLE_KEY, project
-from trainer.openrlhf_agent import AGENT_KEYS, EpisodeClient, Unreachable, client
-from trainer.settings import AdapterSettings
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +81,6 @@ DEFAULT_SCHEMA: dict[str, Any] = {
     },
 }
 _STATUS = {pb.Status.Value(f"STATUS_{s.value}"): s for s in Status}
-_clients: dict[str, EpisodeClient] = {}
-
-
-def episode_client(target: str | None) -> EpisodeClient:
-    """The process's client for `target` (None: ARBITER_EPISODES, the OpenRLHF agent's client)."""
-    if not target:
-        return client()
-    if target not in _clients:
-        _clients[target] = EpisodeClient(AdapterSettings.from_env(), target)
-    return _clients[target]
 
 
 def _text(value: Any) -> str:
@@ -158,7 +147,7 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
         self.max_turns = int(config.get("max_turns") or os.environ.get("ARBITER_EPISODE_MAX_TURNS") or 0)
         self.action_template = str(config.get("action_template") or DEFAULT_ACTION)
         self.grade_final_answer = bool(config.get("grade_final_answer", True))
-        self.client = episode_client(config.get("episodes") or None)
+        self.client = client(config.get("episodes") or None)
         self._instances: dict[str, _Instance] = {}
         self._trajectories: weakref.WeakKeyDictionary[Any, Episode] = weakref.WeakKeyDictionary()
 

@@ -69,13 +69,13 @@ def episodes_gateway(http: int, grpc: int) -> ServiceProcess:
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningGateway]:
     """A gateway holding episodes, and the trainer side pointed at it with a fresh client."""
-    from trainer import openrlhf_agent
+    from trainer import episode_client
 
     http, grpc = free_port(), free_port()
     with episodes_gateway(http, grpc) as process:
         monkeypatch.setenv("ARBITER_EPISODES", f"127.0.0.1:{grpc}")
         monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "1")
-        monkeypatch.setattr(openrlhf_agent, "_client", None)
+        monkeypatch.setattr(episode_client, "_clients", {})
         yield RunningGateway(process, f"127.0.0.1:{grpc}", f"http://127.0.0.1:{http}")
 
 

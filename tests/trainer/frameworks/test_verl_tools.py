@@ -76,12 +76,11 @@ def episodes() -> Iterator[Episodes]:
 @pytest.fixture
 def reach(episodes: Episodes, monkeypatch: pytest.MonkeyPatch) -> Episodes:
     """The trainer-side environment: ARBITER_EPISODES names the service; fresh process clients."""
-    from trainer import openrlhf_agent, verl_tool
+    from trainer import episode_client
 
     monkeypatch.setenv("ARBITER_EPISODES", episodes.grpc_target)
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "5")
-    monkeypatch.setattr(openrlhf_agent, "_client", None)
-    monkeypatch.setattr(verl_tool, "_clients", {})
+    monkeypatch.setattr(episode_client, "_clients", {})
     return episodes
 
 
@@ -199,11 +198,11 @@ async def test_code_feedback_as_a_tool_pays_on_the_hidden_tests(reach: Episodes)
 async def test_an_unreachable_service_is_a_flagged_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainer import verl_tool
+    from trainer import episode_client
 
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "0")
     monkeypatch.setenv("ARBITER_FALLBACK_REWARD", "-1")
-    monkeypatch.setattr(verl_tool, "_clients", {})
+    monkeypatch.setattr(episode_client, "_clients", {})
     (tool,) = load_tools(tool_config(tmp_path, episodes=f"127.0.0.1:{free_port()}"))
     instance, _ = await tool.create(create_kwargs={"label": "42"})
     response, reward, metrics = await tool.execute(instance, {"code": "print(1)"})
@@ -349,11 +348,11 @@ async def test_an_outage_during_a_rollout_is_a_flagged_fallback_trajectory(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from trainer import verl_tool
+    from trainer import episode_client
 
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "0")
     monkeypatch.setenv("ARBITER_FALLBACK_REWARD", "-1")
-    monkeypatch.setattr(verl_tool, "_clients", {})
+    monkeypatch.setattr(episode_client, "_clients", {})
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     server = ScriptedServer(tokenizer, {QUESTION: [call("print(6 * 7)"), "\\boxed{42}"]})
     tools = tool_config(tmp_path, episodes=f"127.0.0.1:{free_port()}")
