@@ -16,14 +16,17 @@ template, and calls them when the policy writes a tool call. Here:
 - the `python(code)` tool is one step of that episode: the code runs in the rollout's own
   persistent sandboxed interpreter and the tool answers its output (the service's feedback).
 - `arbiter_episode_reward()` sends each rollout's last assistant message as the episode's final
-  turn (an action without a tool call: Arbiter grades it against the label), finishes the episode
-  (its interpreter freed) and answers the episode's reward, the sum of its step rewards.
+  turn (a `final` step: Arbiter grades it against the label as it is, a code block in it never
+  run), finishes the episode (its interpreter freed) and answers the episode's reward, the sum
+  of its step rewards.
 
 The policy's tool call is TRL's (the chat template's `<tool_call>` JSON), not a fenced block in
-the text: the tool wraps the code in the syntax the service reads (`tool_syntax`). An episode
-whose last allowed turn (`max_turns`) was a tool call is graded on that turn, as the service
-does; keep GRPOConfig's `max_tool_calling_iterations` below the episode's turn limit so the
-policy's own answer is what gets graded.
+the text: its code goes to the service as the step's `tool_code`, run as given. The episode's
+last allowed turn (`max_turns`, as the start answered it) is kept for the final answer: the
+service grades that turn's text as the answer, so a tool call there would be graded instead of
+run. Such a call is not sent; the tool answers that no more code runs and the policy should
+answer now. Under code_feedback, where the call's program is what gets graded, the last turn's
+call is sent (and graded on the hidden tests).
 
 Failures are flagged, never silent zeros, never an exception out of the trainer's loop: a rollout
 whose episode could not start, was lost (a restarted service) or failed gets reward None (TRL's
@@ -50,14 +53,25 @@ import os
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
-from trainer.episode_client import AGENT_KEYS, EpisodeClient, Unreachable, client
-from trainer.keys import UNREACHABLE_KEY, project
+from trainer.episode_client import (
+    AGENT_KEYS,
+    LAST_TURN,
+    STATUS_FROM_PB,
+    EpisodeClient,
+    Unreachable,
+    answer_turn,
+    call_failure,
+    client,
+    environment_name,
+    flagged_logs,
+)
+from trainer.keys import project
 from trainer.trl_reward import UNSCORED_METRIC
 
 log = logging.getLogger(__name__)
@@ -70,10 +84,10 @@ __all__ = [
     "arbiter_episode_reward",
 ]
 
-ToolSyntax = Literal["fenced", "tag", "both"]
 T = TypeVar("T")
-_STATUS = {pb.Status.Value(f"STATUS_{s.value}"): s for s in Status}
-_OVER = "[the episode is over: its last allowed turn was this tool call, graded as the answer]"
+_STATUS = STATUS_FROM_PB
+_GRADED = "[the episode is over: this tool call was graded as the final answer]"
+_OVER = "[the episode is over: no more code runs]"
 
 
 class EpisodeUnavailable(RuntimeError):
@@ -123,18 +137,6 @@ def _label(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _environment_name(label: str, default: str | None) -> str:
-    """A JSON label's "environment" picks it per row, as the OpenRLHF agent reads it."""
-    if label.lstrip().startswith("{"):
-        try:
-            value = json.loads(label)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict) and isinstance(value.get("environment"), str):
-            return str(value["environment"])
-    return default or os.environ.get("ARBITER_EPISODE_ENV", "").strip() or "python_tool"
-
-
 def _final_answer(completion: Any) -> str:
     """What the rollout answered last: the last assistant message's text (a plain completion as is)."""
     if isinstance(completion, str):
@@ -147,36 +149,14 @@ def _final_answer(completion: Any) -> str:
     return ""
 
 
-def tool_action(code: str, syntax: ToolSyntax) -> str:
-    """The episode action that runs `code` as one tool call, in a syntax the service reads.
-
-    A fenced block ends at the first ``` inside it, a tag pair at its closing tag: code holding
-    the one goes in the other; code that neither can carry is refused (ValueError), since an
-    action the service reads as holding no tool call would be graded as the final answer.
-    """
-    if syntax in ("fenced", "both") and "```" not in code:
-        return f"```python\n{code}\n```"
-    if syntax in ("tag", "both") and "</code>" not in code:
-        return f"<code>{code}</code>"
-    raise ValueError(f"the code holds the closing text of every tool syntax the service reads ({syntax})")
-
-
-def _failure(exc: Exception) -> tuple[Status, str, bool]:
-    """A failed call's status, detail and whether the service was unreachable."""
-    if isinstance(exc, Unreachable):
-        return Status.UPSTREAM_ERROR, str(exc), True
-    code = exc.code() if hasattr(exc, "code") else None
-    status = Status.TIMEOUT if code is grpc.StatusCode.DEADLINE_EXCEEDED else Status.UPSTREAM_ERROR
-    detail = exc.details() if hasattr(exc, "details") else str(exc)
-    return status, f"{getattr(code, 'name', code)}: {detail}", False
-
-
 class _Episode:
     """One rollout's episode on the service: its id, next turn, and how it ended or broke."""
 
-    def __init__(self, client: EpisodeClient, episode_id: str) -> None:
+    def __init__(self, client: EpisodeClient, episode_id: str, environment: str = "python_tool") -> None:
         self.client = client
         self.id = episode_id
+        self.environment = environment
+        self.max_turns = 0  # the episode's turn limit, once the start answered (0: not known)
         self.turn = 0
         self.done = False  # the service ended it (an answer, or its last allowed turn)
         self.finished = False
@@ -191,10 +171,7 @@ class _Episode:
         self, status: Status, detail: str, unreachable: bool, logs: dict[str, float] | None = None
     ) -> None:
         self.broken = (status, detail, unreachable)
-        flags = {**(logs or {}), STATUS_KEYS[status]: 1.0, UNREACHABLE_KEY: 1.0 if unreachable else 0.0}
-        if not unreachable and not (logs or {}).get(EPISODE_LOST_KEY):
-            flags[EPISODE_FAILED_KEY] = 1.0
-        self.logs = project(flags, AGENT_KEYS)
+        self.logs = flagged_logs(logs or {}, status, unreachable)
         log.warning("arbiter episode %s: %s (%s); its reward is None", self.id, status.value, detail)
 
     async def call(self, name: str, request: Any) -> Any | None:
@@ -202,7 +179,7 @@ class _Episode:
         try:
             return await self.client.call(name, request)
         except (Unreachable, grpc.RpcError) as exc:
-            self.flag(*_failure(exc))
+            self.flag(*call_failure(exc))
         return None
 
     async def start(self, request: Any) -> None:
@@ -214,17 +191,20 @@ class _Episode:
             self.flag(status, reply.detail or "the episode did not start", False)
             return
         self.opened = True
+        self.max_turns = int(reply.max_turns)
 
     async def ready(self) -> None:
         if self.started is not None:
             await asyncio.wrap_future(self.started)
 
-    async def step(self, action: str) -> Any | None:
+    async def step(self, action: str, tool_code: Sequence[str] = (), final: bool = False) -> Any | None:
         """The step's reply, or None when the episode broke (flagged)."""
         await self.ready()
         if self.broken is not None:
             return None
-        request = pb.EpisodeStepRequest(episode_id=self.id, turn=self.turn, action=action)
+        request = pb.EpisodeStepRequest(
+            episode_id=self.id, turn=self.turn, action=action, tool_code=list(tool_code), final=final
+        )
         reply = await self.call("StepEpisode", request)
         if reply is None:
             return None
@@ -262,7 +242,7 @@ class _Episode:
             reply = await self.client.call("FinishEpisode", request)
         except (Unreachable, grpc.RpcError) as exc:
             if not self.done:
-                self.flag(*_failure(exc))
+                self.flag(*call_failure(exc))
             return  # else the verdict came back already; the service frees it on expiry
         logs = dict(reply.logs)
         status = _STATUS.get(reply.status, Status.GRADER_ERROR)
@@ -274,11 +254,28 @@ class _Episode:
         self.rewards = [float(reply.reward)]
         self.logs = project({**logs, STATUS_KEYS[status]: 1.0}, AGENT_KEYS)
 
+    async def run(self, code: str) -> str:
+        """One tool call: what the policy reads back. Raises EpisodeUnavailable once the episode
+        broke; on the turn kept for the answer (answer_turn) the call is not sent."""
+        await self.ready()
+        if self.broken is None:
+            if self.done:
+                return _OVER
+            if answer_turn(self.environment, self.turn, self.max_turns):
+                return LAST_TURN
+        reply = await self.step(code, tool_code=(code,))
+        if reply is None:
+            assert self.broken is not None
+            raise EpisodeUnavailable(f"arbiter episode unavailable: {self.broken[1]}")
+        feedback = str(reply.feedback)
+        return f"{feedback}{_GRADED}" if self.done else feedback
+
     async def answer(self, text: str) -> None:
-        """The final turn (unless the service already ended the episode), then finish."""
+        """The final turn (unless the service already ended the episode), then finish. A `final`
+        step: graded as it is, whatever it holds (a code block in it is not run)."""
         await self.ready()
         if self.broken is None and not self.done:
-            await self.step(text)  # a fenced block in it runs as a tool call: then no answer came
+            await self.step(text, final=True)
         await self.finish()
 
     @property
@@ -299,7 +296,6 @@ class ArbiterEnvironment:
     label_column: str = "label"
     environment: str | None = None  # None: ARBITER_EPISODE_ENV, else python_tool
     max_turns: int = 0  # 0: the environment's own limit
-    tool_syntax: ToolSyntax = "both"
 
     def __init__(self) -> None:
         self._client = client()
@@ -316,10 +312,11 @@ class ArbiterEnvironment:
         if previous is not None and not previous.finished:
             _loop().submit(previous.finish())  # a rollout that was never scored: free its interpreter
         label = _label(row.get(self.label_column))
-        episode = _Episode(self._client, f"trl-{os.getpid()}-{uuid.uuid4().hex}")
+        environment = environment_name(label, self.environment)
+        episode = _Episode(self._client, f"trl-{os.getpid()}-{uuid.uuid4().hex}", environment)
         request = pb.EpisodeStartRequest(
             episode_id=episode.id,
-            environment=_environment_name(label, self.environment),
+            environment=environment,
             prompt=_text(row.get("prompt")),
             label=label,
             max_turns=self.max_turns,
@@ -344,33 +341,20 @@ class ArbiterEnvironment:
         if episode is None:
             raise EpisodeUnavailable("no episode: reset was not called")
         if not code.strip():
-            return "[no code: nothing ran]"  # an empty call would read as the final answer
-        try:
-            action = tool_action(code, self.tool_syntax)
-        except ValueError as exc:
-            raise EpisodeUnavailable(str(exc)) from None
-        if episode.done:
-            return _OVER
-        reply = _loop().submit(episode.step(action)).result()
-        if reply is None:
-            assert episode.broken is not None
-            raise EpisodeUnavailable(f"arbiter episode unavailable: {episode.broken[1]}")
-        feedback = str(reply.feedback)
-        return f"{feedback}{_OVER}" if episode.done else feedback
+            return "[no code: nothing ran]"  # not worth a turn of the episode
+        return _loop().submit(episode.run(code)).result()
 
 
 def arbiter_environment(
     label_column: str = "label",
     environment: str | None = None,
     max_turns: int = 0,
-    tool_syntax: ToolSyntax = "both",
 ) -> type[ArbiterEnvironment]:
     """An `environment_factory` for GRPOTrainer: the environment class, configured.
 
     `label_column` names the dataset column the final answer is graded against; `environment`
     the episode environment (else a JSON label's "environment", ARBITER_EPISODE_ENV, python_tool);
-    `max_turns` lowers the environment's turn limit (0: its own); `tool_syntax` is the service's
-    `episodes.python_tool.tool_syntax`.
+    `max_turns` lowers the environment's turn limit (0: its own; its last turn is the answer's).
     """
     return type(
         "ArbiterEnvironment",
@@ -379,7 +363,6 @@ def arbiter_environment(
             "label_column": label_column,
             "environment": environment,
             "max_turns": max_turns,
-            "tool_syntax": tool_syntax,
             "__doc__": ArbiterEnvironment.__doc__,
         },
     )

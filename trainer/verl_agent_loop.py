@@ -8,9 +8,11 @@ episodes need, and nothing else of veRL's loop changes:
 - when the trajectory starts, each ArbiterTool's episode starts (a python_tool interpreter
   prestarts while the policy writes its first turn);
 - when it ends, the final answer (the last generated turn, when it made no tool call) goes to
-  the episode of the first ArbiterTool with `grade_final_answer`, which grades it with the
-  sample's label, and every episode is finished (its interpreter freed), also when the loop
-  raised or stopped on a length or turn limit;
+  the episode of the first ArbiterTool with `grade_final_answer` as a `final` step, which grades
+  it with the sample's label as it is (a code block in it is never run: veRL's parser already
+  said it holds no tool call), and every episode is finished (its interpreter freed), also when
+  the loop raised or stopped on a length or turn limit. The tool keeps the episode's last turn
+  for this answer (trainer/verl_tool.py);
 - with `episode_reward` (the default) the episode's reward becomes the trajectory's
   `reward_score` (veRL then skips its reward function for it, as for any agent loop that scores
   itself) and its logs `reward_extra_info` (the fixed key set of trainer/verl_tool.py: the status

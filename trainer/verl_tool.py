@@ -9,9 +9,19 @@ veRL's multi-turn rollouts (0.9.1: verl/experimental/agent_loop/tool_agent_loop.
         config: {type: native, environment: python_tool}
 
 Each trajectory gets one Arbiter episode (services/episodes: python_tool's persistent sandboxed
-interpreter by default, or `code_feedback`). A tool call's `code` runs as one episode step, so
-variables survive between calls; the step's feedback (the cell's output, test failures) is the
-tool response, with the step reward and the trajectory's logs (a fixed key set) as metrics.
+interpreter by default, or `code_feedback`). A tool call's `code` runs as one episode step, sent
+as the step's `tool_code` (veRL's parser already found the call: nothing is wrapped in a fence for
+the service to find again), so variables survive between calls; the step's feedback (the cell's
+output, test failures) is the tool response, with the step reward and the trajectory's logs (a
+fixed key set) as metrics. The final answer goes as a `final` step: graded, never run, even when
+it holds a code block.
+
+The episode's last allowed turn (`max_turns`, as the start answers it) is kept for the final
+answer: python_tool grades that turn's text as the answer, so a tool call there would be graded
+instead of run and the policy's real answer never seen. Such a call is not sent; the tool answers
+that no more code runs and the policy should answer now (it costs no turn). Under code_feedback,
+where the call's program is what gets graded, the last turn's call is sent and graded on the
+hidden tests.
 
 veRL 0.9.1's ToolAgentLoop calls `create`, `execute` and `release` around *every* tool call
 (there is no per-trajectory hook, and no `verl/interactions` package), so an episode cannot be an
@@ -26,11 +36,9 @@ or `release`.
 
 Tool config keys (all optional): `environment` (python_tool; else ARBITER_EPISODE_ENV),
 `episodes` (the gRPC host:port; else ARBITER_EPISODES, 127.0.0.1:9101), `max_turns` (0: the
-environment's limit), `action_template` (how a call's code becomes an action: a fenced Python
-block, which python_tool runs and code_feedback's grader extracts), `grade_final_answer` (true:
-the agent loop sends the trajectory's final answer to this tool's episode). Per sample,
-`extra_info.tools_kwargs.<tool name>.create_kwargs` may carry `label` (or `ground_truth`, veRL's
-name), `environment` and `metadata`.
+environment's limit), `grade_final_answer` (true: the agent loop sends the trajectory's final
+answer to this tool's episode). Per sample, `extra_info.tools_kwargs.<tool name>.create_kwargs`
+may carry `label` (or `ground_truth`, veRL's name), `environment` and `metadata`.
 
 The connection and outage policy are trainer/episode_client.py's (one gRPC channel per process;
 ARBITER_GATEWAY_WAIT_S, ARBITER_FALLBACK_REWARD, ARBITER_AUTH_TOKEN, TLS: trainer/settings.py).
@@ -47,7 +55,7 @@ import logging
 import os
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +65,24 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.contract import EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
-from trainer.episode_client import AGENT_KEYS, EpisodeClient, Unreachable, client
-from trainer.keys import UNREACHABLE_KEY, project
+from trainer.episode_client import (
+    AGENT_KEYS,
+    LAST_TURN,
+    STATUS_FROM_PB,
+    EpisodeClient,
+    Unreachable,
+    answer_turn,
+    call_failure,
+    client,
+    flagged_logs,
+)
+from trainer.keys import project
 
 log = logging.getLogger(__name__)
 
 # The metrics of every call and the logs of every trajectory, in this order: the episode's keys.
 TOOL_KEYS: tuple[str, ...] = AGENT_KEYS
-DEFAULT_ACTION = "```python\n{code}\n```\n"
+GRADED_CALL = "[the episode is over: this call was graded as the final answer]"
 DEFAULT_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -80,7 +98,7 @@ DEFAULT_SCHEMA: dict[str, Any] = {
         },
     },
 }
-_STATUS = {pb.Status.Value(f"STATUS_{s.value}"): s for s in Status}
+_STATUS = STATUS_FROM_PB
 
 
 def _text(value: Any) -> str:
@@ -119,6 +137,7 @@ class Episode:
     start: pb.EpisodeStartRequest
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     started: bool = False
+    max_turns: int = 0  # the episode's turn limit, as the start answered it (0: not known)
     turn: int = 0
     done: bool = False
     finished: bool = False
@@ -145,7 +164,8 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
             config.get("environment") or os.environ.get("ARBITER_EPISODE_ENV", "").strip() or "python_tool"
         )
         self.max_turns = int(config.get("max_turns") or os.environ.get("ARBITER_EPISODE_MAX_TURNS") or 0)
-        self.action_template = str(config.get("action_template") or DEFAULT_ACTION)
+        if config.get("action_template"):
+            log.warning("ArbiterTool: `action_template` is no longer used (calls go as tool_code)")
         self.grade_final_answer = bool(config.get("grade_final_answer", True))
         self.client = client(config.get("episodes") or None)
         self._instances: dict[str, _Instance] = {}
@@ -171,9 +191,8 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
         episode = self._episode_for(instance, agent_data)
         code = parameters.get("code") if isinstance(parameters, Mapping) else None
         if not isinstance(code, str) or not code.strip():
-            # Never sent: an action without code would be taken for the final answer.
             return ToolResponse(text="Error: the call has no `code` to run."), 0.0, dict(episode.logs)
-        return await self._step(episode, self.action_template.format(code=code))
+        return await self._step(episode, code, tool_code=(code,))
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The reward of the instance's own episode, which it finishes (its interpreter freed).
@@ -202,13 +221,14 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
         return self._trajectories.get(agent_data)
 
     async def conclude(self, agent_data: Any, final_answer: str | None) -> EpisodeSummary | None:
-        """Sends the final answer as the last step (graded) when the episode still runs, then
-        finishes it. None when the trajectory never had an episode."""
+        """Sends the final answer as the last step (`final`: graded as it is, a code block in it
+        never run) when the episode still runs, then finishes it. None when the trajectory never
+        had an episode."""
         episode = self._trajectories.get(agent_data)
         if episode is None:
             return None
         if final_answer is not None and not episode.done and episode.broken is None:
-            await self._step(episode, final_answer)
+            await self._step(episode, final_answer, final=True)
         return await self.finish(episode)
 
     async def finish(self, episode: Episode) -> EpisodeSummary:
@@ -274,19 +294,20 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
             return
         try:
             reply = await self.client.call("StartEpisode", episode.start)
-        except Unreachable as exc:
-            episode.broken = (Status.UPSTREAM_ERROR, str(exc), True)
-            return
-        except grpc.RpcError as exc:
-            episode.broken = (Status.UPSTREAM_ERROR, f"{exc.code()}: {exc.details()}", False)
+        except (Unreachable, grpc.RpcError) as exc:
+            episode.broken = call_failure(exc)
             return
         status = _STATUS.get(reply.status, Status.GRADER_ERROR)
         if status is not Status.OK:
             episode.broken = (status, reply.detail, False)
             return
         episode.started = True
+        episode.max_turns = int(reply.max_turns)
 
-    async def _step(self, episode: Episode, action: str) -> tuple[ToolResponse, float, dict[str, float]]:
+    async def _step(
+        self, episode: Episode, action: str, tool_code: Sequence[str] = (), final: bool = False
+    ) -> tuple[ToolResponse, float, dict[str, float]]:
+        """One step: tool calls (`tool_code`, the action being the call's text) or the final answer."""
         async with episode.lock:
             await self._ensure_started(episode)
             if episode.broken is not None:
@@ -294,19 +315,19 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
             if episode.done or episode.finished:
                 text = "The episode is over: no more tool calls run. Give your final answer."
                 return ToolResponse(text=text), 0.0, dict(episode.logs)
-            request = pb.EpisodeStepRequest(episode_id=episode.episode_id, turn=episode.turn, action=action)
+            if tool_code and answer_turn(episode.start.environment, episode.turn, episode.max_turns):
+                return ToolResponse(text=LAST_TURN), 0.0, dict(episode.logs)
+            request = pb.EpisodeStepRequest(
+                episode_id=episode.episode_id,
+                turn=episode.turn,
+                action=action,
+                tool_code=list(tool_code),
+                final=final,
+            )
             try:
                 reply = await self.client.call("StepEpisode", request)
-            except Unreachable as exc:
-                episode.broken = (Status.UPSTREAM_ERROR, str(exc), True)
-                return self._broken_answer(episode)
-            except grpc.RpcError as exc:
-                timeout = exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED
-                episode.broken = (
-                    Status.TIMEOUT if timeout else Status.UPSTREAM_ERROR,
-                    str(exc.details()),
-                    False,
-                )
+            except (Unreachable, grpc.RpcError) as exc:
+                episode.broken = call_failure(exc)
                 return self._broken_answer(episode)
             episode.turn += 1
             status = _STATUS.get(reply.status, Status.GRADER_ERROR)
@@ -320,20 +341,14 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
             episode.score = float(reply.score)
             episode.done = bool(reply.done)
             text = reply.feedback
-            if not text and episode.done:  # the turn limit: the service graded this call, ran nothing
-                text = "[the episode is over: its turn limit was reached; this call did not run]"
+            if not text and episode.done and not final:  # the service graded the call (code_feedback)
+                text = GRADED_CALL
             return ToolResponse(text=text), float(reply.reward), dict(episode.logs)
 
     def _flagged_summary(self, episode: Episode) -> EpisodeSummary:
         assert episode.broken is not None
         status, _detail, unreachable = episode.broken
-        flags = {**episode.logs, STATUS_KEYS[status]: 1.0, UNREACHABLE_KEY: 1.0 if unreachable else 0.0}
-        if not unreachable and not episode.logs.get(EPISODE_LOST_KEY):
-            flags[EPISODE_FAILED_KEY] = 1.0
-        for key in STATUS_KEYS.values():  # one status: the failure's
-            if key != STATUS_KEYS[status]:
-                flags[key] = 0.0
-        logs = project(flags, TOOL_KEYS)
+        logs = flagged_logs(episode.logs, status, unreachable)
         return EpisodeSummary(self.client.settings.fallback_reward, 0.0, logs, unreachable)
 
     def _broken_answer(self, episode: Episode) -> tuple[ToolResponse, float, dict[str, float]]:

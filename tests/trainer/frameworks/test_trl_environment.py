@@ -103,6 +103,7 @@ def answered(content: str) -> list[dict[str, Any]]:
 def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answer(
     gateway: RunningGateway,
 ) -> None:
+    from trainer.episode_client import LAST_TURN
     from trainer.trl_environment import AGENT_KEYS, arbiter_environment, arbiter_episode_reward
 
     factory = arbiter_environment(label_column="answer")
@@ -141,14 +142,25 @@ def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answe
     assert reward(prompts=[None], completions=["4"], environments=[right]) == [1.0]
     assert stats(gateway)["open"] == 0.0
 
-    # The episode's last allowed turn is graded as the service grades it, even a tool call.
+    # The episode's last allowed turn is kept for the answer: a tool call there does not run.
     short = arbiter_environment(label_column="answer", max_turns=2)()
     short.reset(prompt="What is 2+2?", answer="4")
     short.python("y = 4")
-    assert short.python("print(y)").startswith("[the episode is over")
-    assert short.python("print(y)").startswith("[the episode is over"), "no step past the end"
-    assert reward(prompts=[None], completions=["4"], environments=[short]) == [0.0]
+    assert short.python("print(y)") == LAST_TURN
+    assert short.python("print(y)") == LAST_TURN, "it costs no turn: the answer still has it"
+    assert reward(prompts=[None], completions=["4"], environments=[short]) == [1.0]
     assert short.episode is not None and short.episode.logs["episode/turns"] == 2
+    assert short.episode.logs["episode/tool_calls"] == 1
+    assert short.python("print(y)").startswith("[the episode is over"), "no step past the end"
+
+    # A final answer holding a code block is graded as it is, not run as a tool call.
+    fenced = factory()
+    fenced.reset(prompt="What is 6*7?", answer="42")
+    fenced.python("x = 6 * 7")
+    answer = "Check:\n```python\nprint(x)\n```\nSo the answer is \\boxed{42}."
+    assert reward(prompts=[None], completions=[answered(answer)], environments=[fenced]) == [1.0]
+    assert fenced.episode is not None and fenced.episode.logs["episode/tool_calls"] == 1
+    assert fenced.episode.logs["episode/done"] == 1 and fenced.episode.logs["episode/turns"] == 2
 
 
 def test_an_unreachable_or_restarted_service_is_flagged_never_a_zero(

@@ -195,6 +195,48 @@ async def test_code_feedback_as_a_tool_pays_on_the_hidden_tests(reach: Episodes)
     await tool.release(instance)
 
 
+class Trajectory:
+    """What veRL's ToolAgentLoop hands `execute` as `agent_data`: the sample's tools_kwargs and
+    messages (the episode is keyed on this object, weakly)."""
+
+    def __init__(self, question: str, **create_kwargs: Any) -> None:
+        self.tools_kwargs = {"python": {"create_kwargs": create_kwargs}}
+        self.messages = [{"role": "user", "content": question}]
+
+
+async def test_a_final_answer_holding_a_code_block_is_graded_not_run(reach: Episodes) -> None:
+    (tool,) = load_tools(TOOL_CONFIG)
+    trajectory = Trajectory(QUESTION, label="42")
+    await tool.open(trajectory)
+    instance, _ = await tool.create()
+    ran, _, _ = await tool.execute(instance, {"code": "x = 6 * 7\nprint(x)"}, agent_data=trajectory)
+    assert "<output>\n42\n</output>" in (ran.text or "")
+    await tool.release(instance)
+    answer = "Check it:\n```python\nprint(x)\n```\nSo the answer is \\boxed{42}."
+    summary = await tool.conclude(trajectory, answer)
+    assert summary is not None and summary.reward == 1.0 and summary.score == 1.0
+    assert summary.logs["episode/tool_calls"] == 1.0, "the answer's block did not run"
+    assert summary.logs["episode/turns"] == 2.0 and summary.logs["episode/done"] == 1.0
+
+
+async def test_the_last_turn_is_kept_for_the_answer(reach: Episodes) -> None:
+    """A tool call on the episode's last allowed turn is not sent (python_tool would grade it as
+    the answer): the policy is told to answer, and its answer is graded on that turn."""
+    from trainer.episode_client import LAST_TURN
+
+    (tool,) = load_tools(TOOL_CONFIG)
+    trajectory = Trajectory("What is 2 + 2?", label="4", max_turns=2)
+    first, _, _ = await tool.execute("a", {"code": "y = 2 + 2"}, agent_data=trajectory)
+    assert tool.episode_of(trajectory).max_turns == 2
+    assert "[no output]" in (first.text or "")
+    refused, reward, metrics = await tool.execute("b", {"code": "print(y)"}, agent_data=trajectory)
+    assert refused.text == LAST_TURN and reward == 0.0
+    assert metrics["episode/turns"] == 1.0 and metrics["episode/done"] == 0.0
+    summary = await tool.conclude(trajectory, "It is \\boxed{4}.")
+    assert summary is not None and summary.reward == 1.0
+    assert summary.logs["episode/turns"] == 2.0 and summary.logs["episode/tool_calls"] == 1.0
+
+
 async def test_an_unreachable_service_is_a_flagged_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -292,7 +334,12 @@ async def test_arbiter_tool_agent_runs_episodes_and_scores_the_trajectory(
     server = ScriptedServer(
         tokenizer,
         {
-            QUESTION: [call("x = 6 * 7"), call("print(x)"), "The tool says 42, so \\boxed{42}."],
+            # The final answer holds a code block: graded as it is, not run (tool_calls below).
+            QUESTION: [
+                call("x = 6 * 7"),
+                call("print(x)"),
+                "```python\nprint(x)\n```\ngives 42: \\boxed{42}.",
+            ],
             wrong: [call("y = 6 * 7 - 1\nprint(y)"), "So \\boxed{41}."],
         },
     )
