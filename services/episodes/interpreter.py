@@ -195,6 +195,9 @@ class InterpreterPool:
         self._awaited = 0  # of those, awaited by interpreters about to start (_returned)
         self._returning_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(self.capacity + 2, thread_name_prefix="episode-repl")
+        self._stop = threading.Event()
+        if self._reuse is not None:
+            threading.Thread(target=self._trim, name="episode-sandbox-trim", daemon=True).start()
         self._live: OrderedDict[str, ReplSession] = OrderedDict()  # least recently used first
         self._freed = asyncio.Event()
         self.reclaimed = 0
@@ -343,6 +346,17 @@ class InterpreterPool:
                 self._sandboxes.release(sandbox)
         self._freed.set()
 
+    def _trim(self) -> None:
+        """Kills kept sandboxes left unused for kept_sandbox_idle_s (a thread: after a burst no
+        call comes that could do it), but the warm_interpreters most recently kept."""
+        assert self._reuse is not None
+        idle_s = self.settings.python_tool.kept_sandbox_idle_s
+        while not self._stop.wait(min(idle_s / 2, 1.0)):
+            try:
+                self._reuse.trim(idle_s, leave=self.settings.warm_interpreters)
+            except Exception:
+                log.warning("episode interpreter: trimming kept sandboxes failed", exc_info=True)
+
     def _give_back(self, sandbox: Sandbox) -> None:
         """Proves the sandbox clean in a worker thread (milliseconds; RESET_TIMEOUT_S at most)
         and keeps it for a later episode, or kills it; the episode's finish does not wait."""
@@ -367,6 +381,7 @@ class InterpreterPool:
     def close(self) -> None:
         """Kills every interpreter and kept sandbox, removes the sandboxes' cgroups (blocking)."""
         self._closed = True
+        self._stop.set()
         with self._returning_lock:
             returning = list(self._returning)
         wait_futures(returning, timeout=RESET_TIMEOUT_S + 1)  # each ends kept or killed

@@ -56,6 +56,12 @@ class PythonToolSettings(BaseModel):
         "its zygote) once its processes are killed, its /tmp emptied and it is proven clean, as "
         "/run_code's are (bwrap only); false: a fresh sandbox per episode",
     )
+    kept_sandbox_idle_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="a sandbox kept for reuse and unused this long is killed (all but the "
+        "warm_interpreters most recently kept): a burst's sandboxes go once it is over",
+    )
 
 
 class EpisodeSettings(BaseModel):

@@ -166,3 +166,20 @@ async def test_shutdown_frees_kept_sandboxes_too() -> None:
         assert pool._reuse is not None
         (kept,) = pool._reuse.idle_sandboxes()
     assert kept.process.poll() is not None  # killed and reaped
+
+
+async def test_kept_sandboxes_left_unused_are_killed() -> None:
+    settings = episode_settings(warm_interpreters=0, python_tool={"kept_sandbox_idle_s": 1.0})
+    async with served(settings) as (server, client):
+        pool = pool_of(server)
+        await one_episode(client, "once", "1")
+        await settled(pool, kept=1)
+        assert pool._reuse is not None
+        (kept,) = pool._reuse.idle_sandboxes()
+        await settled(pool, kept=0)  # trimmed once unused for a second
+        for _ in range(1500):
+            if kept.process.poll() is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert kept.process.poll() is not None  # killed and reaped
+        assert "True" in await one_episode(client, "later", "print(True)")  # a fresh one serves

@@ -44,6 +44,7 @@ class _State:
     baseline: int  # processes in its cgroups with only the harness running
     uses: int
     oom_before: int
+    kept_at: float = 0.0  # when it was last kept idle (trim)
 
 
 def _begin(sandbox: Sandbox) -> bool:
@@ -124,6 +125,7 @@ class ReusedSandboxes:
             self.pool.release(sandbox)
             return
         state.uses += 1
+        state.kept_at = time.monotonic()
         with self._lock:
             if not self._closed and len(self._idle) < self.keep:
                 self._idle.append((sandbox, state))
@@ -136,6 +138,19 @@ class ReusedSandboxes:
         sandbox.stderr_tail.clear()
         sandbox.stderr_bytes = 0
         return True
+
+    def trim(self, idle_s: float, leave: int = 0) -> int:
+        """Kills the idle sandboxes kept longer than `idle_s` unused, but the `leave` most recently
+        kept (so a burst's sandboxes go once it is over); returns how many."""
+        now = time.monotonic()
+        with self._lock:
+            older = self._idle[: max(len(self._idle) - leave, 0)]  # the least recently kept first
+            expired = [entry for entry in older if now - entry[1].kept_at > idle_s]
+            gone = {id(sandbox) for sandbox, _ in expired}
+            self._idle = [entry for entry in self._idle if id(entry[0]) not in gone]
+        for sandbox, _ in expired:
+            self.pool.release(sandbox)
+        return len(expired)
 
     def idle_sandboxes(self) -> list[Sandbox]:
         with self._lock:
