@@ -38,6 +38,7 @@ from testkit.procs import percentile
 from testkit.rules_service import reward_rules_service
 
 WORK = 20000  # loop steps of one cell (--cell-work): its CPU cost, which the stateless way pays again
+KEPT_IDLE_S = 10.0  # python_tool.kept_sandbox_idle_s (its default): the flat check waits for it
 
 
 def cell(turn: int) -> str:
@@ -194,7 +195,9 @@ async def memory(url: str, pid: int, count: int) -> tuple[float, float, int, flo
                 await client.post("/v1/episodes/finish", json={"episode_id": f"mem-{n}"})
 
         await asyncio.gather(*(finish(n) for n in range(count)))
-    await asyncio.sleep(3)  # the reaper thread kills and reaps the freed sandboxes
+    # the reaper thread kills and reaps the freed sandboxes; kept ones go once unused for
+    # KEPT_IDLE_S, but the warm_interpreters most recently kept
+    await asyncio.sleep(KEPT_IDLE_S + 3)
     print(
         f"  service idle: {idle_rss:.0f} MiB, {idle_fds} fds; "
         f"{count} open: {held_rss:.0f} MiB, {held_fds} fds"
@@ -244,6 +247,7 @@ def main() -> None:
                 "memory_limit_mb": 256,
                 "max_turns": args.turns,
                 "reuse_sandboxes": not args.no_reuse,
+                "kept_sandbox_idle_s": KEPT_IDLE_S,
             },
         },
         "reward_rules": {"code": {"memory_limit_mb": 256}},
