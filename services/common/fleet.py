@@ -38,6 +38,7 @@ View = Callable[[], bytes]
 Call = Callable[[bytes], Awaitable[bytes]]  # a payload in, an answer out
 WORKERS_HEADER = "x-arbiter-workers"  # "answered/size" on a merged view
 _MAX_NAME = 256
+_READ_TIMEOUT_S = 30.0
 _MAX_PART = 64 * 1024 * 1024
 
 
@@ -96,18 +97,23 @@ class Fleet:
             self.socket_path(self.index).unlink()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Siblings send at once; the bound only drops a wedged one. It is generous because a busy
+        # event loop (interpreters starting, a burst) can take seconds to get to this read.
+        read_timeout_s = max(self.timeout_s, _READ_TIMEOUT_S)
         try:
-            line = await asyncio.wait_for(reader.readline(), self.timeout_s)
+            line = await asyncio.wait_for(reader.readline(), read_timeout_s)
             name = line[:_MAX_NAME].decode("utf-8", "replace").strip()
             view, call = self._views.get(name), self._calls.get(name)
             if call is not None:
-                payload = await asyncio.wait_for(_read_to_eof(reader), self.timeout_s)
+                payload = await asyncio.wait_for(_read_to_eof(reader), read_timeout_s)
                 writer.write(await call(payload))
             elif view is not None:
                 writer.write(view())
             await writer.drain()
-        except (OSError, TimeoutError, asyncio.IncompleteReadError):
-            pass
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            log.warning("a sibling's request went unanswered: %r", exc)
+        except Exception:
+            log.exception("answering a sibling's request failed")
         finally:
             writer.close()
             with contextlib.suppress(OSError):
