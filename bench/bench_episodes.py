@@ -28,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import cache
 from pathlib import Path
 
 import httpx
@@ -45,6 +46,7 @@ def cell(turn: int) -> str:
     return f"v{turn} = sum(k * k for k in range({WORK})) + {turn}\nprint(v{turn})"
 
 
+@cache  # computed once: the client's CPU competes with the service's on a small machine
 def answer(tool_turns: int) -> int:
     return sum(sum(k * k for k in range(WORK)) + t for t in range(tool_turns)) % 1000
 
