@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -42,17 +43,28 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from services.episodes.settings import EpisodeSettings
 from services.reward_rules.code.pool import SandboxPool
 from services.reward_rules.code.reuse import RESET_TIMEOUT_S, ReusedSandboxes
 from services.reward_rules.code.runner import HARNESS_PATH, PythonRunner
-from services.reward_rules.code.sandbox import Limits, Sandbox, SandboxError
+from services.reward_rules.code.sandbox import (
+    CPU_OVER,
+    CPU_POLL_S,
+    Limits,
+    Sandbox,
+    SandboxError,
+    parse_frame,
+)
 
 log = logging.getLogger(__name__)
 
 TIMEOUT, MEMORY, EXITED, OVERSIZE = "timeout", "memory", "exited", "output"
 _FRAME_SLACK = 4096  # reply bytes beyond the kept output (12 bytes: an astral character, escaped)
+# CPU a quota-limited sandbox can use beyond `cpus` x wall time: a CFS period's quota left at the
+# start and one used early at the end (the kernel's default period, 100 ms, which cgroups.py keeps)
+_QUOTA_SLACK_S = 0.2
 
 
 @cache
@@ -120,23 +132,60 @@ def _cpu_ns(sandbox: Sandbox) -> int | None:
     return sandbox.cpu_usage_ns()
 
 
+def _quota_cpus(sandbox: Sandbox) -> float:
+    """The CPUs the sandbox's CFS quota allows (0: no quota, so no bound on its CPU rate)."""
+    has_quota = sandbox.cgroup is not None and sandbox.cgroup.cpu is not None
+    return sandbox.limits.cpu_limit if has_quota else 0.0
+
+
+def _cell_reply(
+    sandbox: Sandbox,
+    message: dict[str, object],
+    deadline: float,
+    limit_ns: int,
+    started_cpu: int,
+    cpus: float,
+) -> dict[str, Any]:
+    """The cell's reply, its CPU time kept under `limit_ns` with few wake-ups: under a quota of
+    `cpus` the sandbox's CPU grows at most that fast (plus _QUOTA_SLACK_S of quota), so it is read
+    only when the limit could have been passed; waking every CPU_POLL_S instead, hundreds of
+    waiting cells cost the service more than their sandboxes (a cell slowed by other work waits
+    longest, and wakes least)."""
+    body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+    max_reply = int(str(message["max_output"])) * 12 + _FRAME_SLACK
+    sandbox.wait_ready(deadline)
+    sandbox.send_raw(body, deadline)
+    while True:
+        used = (sandbox.cpu_usage_ns() or started_cpu) - started_cpu
+        if used > limit_ns:
+            raise SandboxError("timeout", CPU_OVER)
+        wait = max((limit_ns - used) / 1e9 / cpus - _QUOTA_SLACK_S, CPU_POLL_S)
+        try:
+            return parse_frame(sandbox.receive_raw(min(time.monotonic() + wait, deadline), max_reply))
+        except SandboxError as exc:
+            if exc.kind != "timeout" or time.monotonic() >= deadline:
+                raise
+
+
 def _run_cell(sandbox: Sandbox, code: str, limit_s: float, max_output: int) -> CellResult:
     """One cell in a live sandbox (blocking; a worker thread runs it)."""
     cpu_timed = sandbox.cpu_timed
     started_wall = time.monotonic()
     started_cpu = _cpu_ns(sandbox)
     wall = limit_s * 3 + 1 if cpu_timed else limit_s
-    if cpu_timed and started_cpu is not None:
+    cpus = _quota_cpus(sandbox) if cpu_timed and started_cpu is not None else 0.0
+    if cpu_timed and started_cpu is not None and cpus <= 0:
         sandbox.cpu_watch = (started_cpu, int(limit_s * 1e9))
     oom_before = sandbox.oom_kills()
     killed = ""
     reply: dict[str, object] = {}
+    message: dict[str, object] = {"op": "exec", "code": code, "max_output": max_output}
     try:
-        reply = sandbox.request(
-            {"op": "exec", "code": code, "max_output": max_output},
-            started_wall + wall,
-            max_reply=max_output * 12 + _FRAME_SLACK,
-        )
+        if cpus > 0 and started_cpu is not None:
+            limit_ns = int(limit_s * 1e9)
+            reply = _cell_reply(sandbox, message, started_wall + wall, limit_ns, started_cpu, cpus)
+        else:
+            reply = sandbox.request(message, started_wall + wall, max_reply=max_output * 12 + _FRAME_SLACK)
     except SandboxError as exc:
         if sandbox.oom_kills() > oom_before:
             killed = MEMORY
