@@ -142,6 +142,7 @@ def _cell_reply(
     sandbox: Sandbox,
     message: dict[str, object],
     deadline: float,
+    max_reply: int,
     limit_ns: int,
     started_cpu: int,
     cpus: float,
@@ -152,7 +153,6 @@ def _cell_reply(
     waiting cells cost the service more than their sandboxes (a cell slowed by other work waits
     longest, and wakes least)."""
     body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
-    max_reply = int(str(message["max_output"])) * 12 + _FRAME_SLACK
     sandbox.wait_ready(deadline)
     sandbox.send_raw(body, deadline)
     while True:
@@ -180,12 +180,13 @@ def _run_cell(sandbox: Sandbox, code: str, limit_s: float, max_output: int) -> C
     killed = ""
     reply: dict[str, object] = {}
     message: dict[str, object] = {"op": "exec", "code": code, "max_output": max_output}
+    deadline, max_reply = started_wall + wall, max_output * 12 + _FRAME_SLACK
     try:
         if cpus > 0 and started_cpu is not None:
             limit_ns = int(limit_s * 1e9)
-            reply = _cell_reply(sandbox, message, started_wall + wall, limit_ns, started_cpu, cpus)
+            reply = _cell_reply(sandbox, message, deadline, max_reply, limit_ns, started_cpu, cpus)
         else:
-            reply = sandbox.request(message, started_wall + wall, max_reply=max_output * 12 + _FRAME_SLACK)
+            reply = sandbox.request(message, deadline, max_reply=max_reply)
     except SandboxError as exc:
         if sandbox.oom_kills() > oom_before:
             killed = MEMORY
@@ -357,9 +358,8 @@ class InterpreterPool:
             future = pending[self._awaited]
             self._awaited += 1
         try:
-            await asyncio.wrap_future(future)
-        except Exception:  # its give-back failed: the sandbox is killed, the caller starts one
-            pass
+            with contextlib.suppress(Exception):  # a failed give-back killed it: the caller starts one
+                await asyncio.wrap_future(future)
         finally:
             with self._returning_lock:
                 self._awaited -= 1
