@@ -106,16 +106,6 @@ class SandboxCgroup:
             quota = max(int(period * cpus), 1000)
         (self.cpu / "cpu.cfs_quota_us").write_text(str(quota))
 
-    def attach_self(self) -> None:
-        """Moves the calling process in; called between fork and exec of the sandbox launcher."""
-        pid = str(os.getpid()).encode()
-        for group in self.groups():
-            fd = os.open(group / "cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(fd, pid)
-            finally:
-                os.close(fd)
-
     def set_memory_limit(self, memory_bytes: int) -> None:
         with contextlib.suppress(OSError):  # memsw must stay >= limit: raise it first, lower it last
             (self.memory / "memory.memsw.limit_in_bytes").write_text(str(max(memory_bytes, self._limit())))

@@ -181,7 +181,6 @@ class Sandbox:
         self._oom_base = cgroup.oom_kills() if cgroup is not None else 0  # a reused group counts on
         self.stderr_tail = bytearray()
         self.stderr_bytes = 0
-        self.started_at = time.monotonic()
         self._buffer = bytearray()
         self._ready = False
         self._workdir: str | None = None
