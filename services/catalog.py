@@ -10,14 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.common.engine import Observer, ScoringEngine, assemble_engine
-from services.common.grader import Grader
 from services.common.settings import ServerSettings
+from services.scoring.engine import Observer, ScoringEngine, assemble_engine
+from services.scoring.grader import Grader
 from services.settings import ArbiterSettings
 
 if TYPE_CHECKING:  # the HTTP/gRPC stack loads only to serve: `arbiter score` starts without it
     from services.common.fleet import Fleet
-    from services.common.server import GraderServer
+    from services.transports.server import GraderServer
 
 Peers = Mapping[str, ScoringEngine]
 
@@ -203,7 +203,7 @@ def make_server(
     name: str, settings: ArbiterSettings, peers: Peers | None = None, fleet: Fleet | None = None
 ) -> GraderServer:
     """Service `name` ready to start; with a `fleet`, as one of several workers on its ports."""
-    from services.common.server import GraderServer
+    from services.transports.server import GraderServer
 
     spec = service(name)
     scope = fleet.scoped(name) if fleet is not None else None

@@ -76,7 +76,7 @@ def serve(
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
     from services import serving
-    from services.common.auth import AuthConfigError  # gRPC loads only to serve
+    from services.transports.auth import AuthConfigError  # gRPC loads only to serve
 
     settings = _settings(config)
     if workers is not None:

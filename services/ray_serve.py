@@ -34,13 +34,13 @@ from ray.exceptions import RayError
 from ray.serve import Deployment
 from ray.serve.handle import DeploymentHandle
 
+from arbiter.contract import GraderInfo, Result, Sample
 from services import catalog
-from services.common.contract import GraderInfo, Result, Sample
-from services.common.http_app import ASGIApp, build_http_app
 from services.gateway.backends import BackendError
 from services.gateway.grader import GatewayGrader
 from services.gateway.stats import RollingStats
 from services.settings import ArbiterSettings, load
+from services.transports.http_app import ASGIApp, build_http_app
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.contract import GraderInfo
 from services import catalog
-from services.common.contract import GraderInfo
 from services.common.fleet import Fleet
 from services.common.lifeline import die_with_parent
 from services.common.logs import configure_logging
@@ -108,7 +108,7 @@ async def serve(
 async def _serve_here(
     settings: ArbiterSettings, names: Sequence[str], announce: Announce | None, fleet: Fleet | None = None
 ) -> None:
-    from services.common.server import GraderServer, run_until_signalled  # gRPC loads only to serve
+    from services.transports.server import GraderServer, run_until_signalled  # gRPC loads only to serve
 
     servers: list[GraderServer] = []
     for name in names:
@@ -140,7 +140,7 @@ def _reserve_ports(settings: ArbiterSettings, names: Sequence[str]) -> list[sock
     """Bind every port the workers will share, before any starts: port 0 becomes a fixed free port
     they all use, and a port another program holds fails here, once. The reserving sockets never
     listen, so the kernel hands them no connections; they only hold the ports while we run."""
-    from services.common.server import bind
+    from services.transports.server import bind
 
     held: list[socket.socket] = []
     try:
@@ -208,7 +208,7 @@ class _Worker:
 async def _supervise(
     settings: ArbiterSettings, names: Sequence[str], count: int, announce: Announce | None
 ) -> None:
-    from services.common.server import stop_on_signals
+    from services.transports.server import stop_on_signals
 
     held = _reserve_ports(settings, names)
     rundir = Path(tempfile.mkdtemp(prefix="arbiter-workers-"))
@@ -331,7 +331,7 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
 
 def main(name: str) -> None:
     """`python -m services.<name>`: one service, settings from env and ARBITER_CONFIG."""
-    from services.common.auth import AuthConfigError
+    from services.transports.auth import AuthConfigError
 
     try:
         settings = load()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.common.contract import GraderInfo, Result, Sample, ScoreRequest, Status
-from services.common.protoconv import (
+from arbiter.contract import GraderInfo, Result, Sample, ScoreRequest, Status
+from arbiter.protoconv import (
     request_to_pb,
     response_from_pb,
     response_to_pb,
@@ -84,7 +84,7 @@ def test_samples_are_strict() -> None:
 
 
 def test_a_label_nested_past_the_parsers_depth_is_not_json() -> None:
-    from services.common.contract import Sample
+    from arbiter.contract import Sample
 
     deep = '{"x":' + "[" * 100_000
     assert Sample(response="4", label=deep).label_json() is None  # not a RecursionError

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from services.common.emergence import EmergenceStats, repeated_ngram_ratio, slug, strip_eos
+from arbiter.openrlhf import strip_eos
 from services.common.settings import EmergenceSettings
+from services.textstats.emergence import EmergenceStats, repeated_ngram_ratio, slug
 
 STATS = EmergenceStats(EmergenceSettings())
 

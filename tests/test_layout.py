@@ -3,7 +3,11 @@
 - nothing under services/ imports deploy/, bench/, tests/ or testkit/ (deployment recipes, benches
   and test helpers use the services, never the other way round);
 - no service package imports the CLI (services start through services/serving.py);
-- services/common (the kit) imports no service package;
+- the shared rooms import one way: the contract (the top-level `arbiter` package) imports nothing
+  of this repo; services/common imports no other room; textstats imports only common; scoring
+  never imports transports; no room imports a service package;
+- grader packages import neither a web framework nor a transport;
+- the code grader's sandbox backends live in code/backends/ and never import the grading logic;
 - the trainer adapters import no server machinery (they run inside the trainer's processes).
 Read with `ast`, so an import inside a function counts too.
 """
@@ -30,13 +34,16 @@ def imports(path: Path) -> Iterator[str]:
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
+def offending_file(path: Path, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}: {name}"
+        for name in imports(path)
+        if any(name == bad or name.startswith(bad + ".") for bad in forbidden)
+    ]
+
+
 def offending(folder: Path, forbidden: tuple[str, ...]) -> list[str]:
-    found = []
-    for path in sorted(folder.rglob("*.py")):
-        for name in imports(path):
-            if any(name == bad or name.startswith(bad + ".") for bad in forbidden):
-                found.append(f"{path.relative_to(ROOT)}: {name}")
-    return found
+    return [hit for path in sorted(folder.rglob("*.py")) for hit in offending_file(path, forbidden)]
 
 
 def test_services_import_nothing_from_deploy_bench_tests_or_testkit() -> None:
@@ -64,18 +71,61 @@ def test_grader_packages_import_no_web_framework(package: str) -> None:
     assert offending(ROOT / "services" / package, WEB_AND_RPC) == []
 
 
-def test_the_kit_imports_no_service() -> None:
-    services = tuple(f"services.{name}" for name in (*SERVICE_PACKAGES, "catalog", "settings", "cli"))
-    assert offending(ROOT / "services" / "common", services) == []
+# The rooms the services share (docs/architecture.md), each allowed only the rooms below it.
+ROOMS = ("common", "textstats", "scoring", "transports")
+ABOVE_ROOMS = tuple(
+    f"services.{name}" for name in (*SERVICE_PACKAGES, "catalog", "settings", "cli", "serving", "ray_serve")
+)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_imports_only_the_rooms_below_it(room: str) -> None:
+    above = tuple(f"services.{name}" for name in ROOMS[ROOMS.index(room) + 1 :])
+    assert offending(ROOT / "services" / room, above + ABOVE_ROOMS) == []
+
+
+def test_scoring_never_imports_a_transport() -> None:
+    assert offending(ROOT / "services" / "scoring", ("services.transports", *WEB_AND_RPC)) == []
+
+
+def test_the_contract_imports_nothing_of_this_repo() -> None:
+    """`arbiter` is what a trainer installs: the services import it, never the other way round."""
+    assert offending(ROOT / "arbiter", ("services", "trainer", "deploy", "testkit", "tests", "bench")) == []
+
+
+@pytest.mark.parametrize("package", GRADER_PACKAGES)
+def test_grader_packages_import_no_transport(package: str) -> None:
+    assert offending(ROOT / "services" / package, ("services.transports",)) == []
+
+
+CODE = ROOT / "services" / "reward_rules" / "code"
+# What the backends may use of the code grader: the languages' runners and the in-sandbox harness.
+BACKEND_MAY_USE = ("backends", "runner", "harness", "config", "languages")
+
+
+def test_the_sandbox_backends_live_in_backends() -> None:
+    backend_modules = ("pool", "sandbox", "reuse", "cgroups", "seccomp", "sandboxfusion")
+    assert [name for name in backend_modules if (CODE / f"{name}.py").exists()] == []
+    assert all((CODE / "backends" / "bwrap" / f"{name}.py").exists() for name in backend_modules[:5])
+
+
+def test_the_sandbox_backends_never_import_the_grading_logic() -> None:
+    grading = tuple(
+        f"services.reward_rules.code.{path.stem}"
+        for path in sorted(CODE.glob("*.py"))
+        if path.stem not in (*BACKEND_MAY_USE, "__init__")
+    )
+    found = [
+        hit
+        for path in sorted((CODE / "backends").rglob("*.py"))
+        if path.name != "factory.py"  # the factory assembles what a backend serves (label-run pools)
+        for hit in offending_file(path, grading)
+    ]
+    assert found == []
 
 
 def test_the_trainer_adapters_import_no_server_machinery() -> None:
-    heavy: tuple[str, ...] = (
-        "services.common.engine",
-        "services.common.server",
-        "services.common.http_app",
-        "fastapi",
-    )
+    heavy: tuple[str, ...] = ("services.scoring", "services.transports", "fastapi")
     heavy += tuple(f"services.{name}" for name in SERVICE_PACKAGES)
     assert offending(ROOT / "trainer", heavy) == []
 
@@ -146,11 +196,11 @@ def engine_constructions(path: Path) -> Iterator[int]:
 
 
 def test_engines_are_assembled_in_one_place() -> None:
-    """Every engine comes from services/common/engine.assemble_engine: the server, the catalog,
+    """Every engine comes from services/scoring/engine.assemble_engine: the server, the catalog,
     the eval tool and Ray Serve cannot each wire cache, metrics and observers their own way."""
     sites = [
         f"{path.relative_to(ROOT)}:{line}"
         for path in sorted((ROOT / "services").rglob("*.py"))
         for line in engine_constructions(path)
     ]
-    assert len(sites) == 1 and sites[0].startswith("services/common/engine.py:"), sites
+    assert len(sites) == 1 and sites[0].startswith("services/scoring/engine.py:"), sites

@@ -15,8 +15,8 @@ from tests.helpers import ServiceProcess, free_port
 # A service whose grader takes a while, served by the real CLI entry point in its own process.
 SLOW_SERVICE = """
 import asyncio, sys
-from services.common.contract import GraderInfo, Result
-from services.common.server import GraderServer, run_until_signalled
+from arbiter.contract import GraderInfo, Result
+from services.transports.server import GraderServer, run_until_signalled
 from services.common.settings import ServerSettings
 
 class Slow:

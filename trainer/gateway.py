@@ -25,10 +25,10 @@ from collections.abc import Sequence
 
 import grpc
 
+from arbiter.contract import STATUS_KEYS, Result, Sample, ScoreRequest, Status
+from arbiter.protoconv import request_to_pb, response_from_pb
+from arbiter.tls import grpc_channel_credentials, grpc_channel_options
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import STATUS_KEYS, Result, Sample, ScoreRequest, Status
-from services.common.protoconv import request_to_pb, response_from_pb
-from services.common.tls import grpc_channel_credentials, grpc_channel_options
 from trainer.keys import UNREACHABLE_KEY, adapter_keys, project
 from trainer.settings import AdapterSettings
 

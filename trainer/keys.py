@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.common.contract import CACHED_KEY, STATUS_KEYS
-from services.common.emergence import EmergenceStats
+from arbiter.contract import CACHED_KEY, STATUS_KEYS
 from services.common.settings import EmergenceSettings
+from services.textstats.emergence import EmergenceStats
 
 # 1 when the adapter answered without reaching the gateway (the reward is the fallback).
 UNREACHABLE_KEY = "trainer/unreachable"

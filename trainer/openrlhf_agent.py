@@ -40,18 +40,12 @@ from typing import Any
 
 import grpc
 
+from arbiter.contract import EPISODE_COUNTER_KEYS, EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
+from arbiter.tls import grpc_channel_credentials, grpc_channel_options
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import (
-    EPISODE_COUNTER_KEYS,
-    EPISODE_FAILED_KEY,
-    EPISODE_LOST_KEY,
-    STATUS_KEYS,
-    Status,
-)
-from services.common.emergence import EmergenceStats
 from services.common.settings import EmergenceSettings
-from services.common.tls import grpc_channel_credentials, grpc_channel_options
+from services.textstats.emergence import EmergenceStats
 from trainer.keys import UNREACHABLE_KEY, project
 from trainer.settings import AdapterSettings
 

@@ -4,7 +4,7 @@ OpenRLHF loads this file in every rollout actor and calls `reward_func(queries, 
 labels)` (lists of length 1, through asyncio.to_thread). It sends the samples to the
 Arbiter gateway over one persistent gRPC channel per process (address in ARBITER_GATEWAY;
 settings in trainer/settings.py) and answers through the same OpenRLHF edge as the
-gateway's /get_reward (services/common/openrlhf.py), with the adapters' fixed log keys
+gateway's /get_reward (arbiter/openrlhf.py), with the adapters' fixed log keys
 (trainer/keys.py) on every call, the gateway reachable or not. Needs `pip install arbiter`
 in the trainer's environment.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.contract import STATUS_KEYS, Result, Status
-from services.common.openrlhf import OpenRLHFBatch
+from arbiter.contract import STATUS_KEYS, Result, Status
+from arbiter.openrlhf import OpenRLHFBatch
 from services.common.settings import DEFAULT_EOS_MARKERS
 from trainer.gateway import connection
 from trainer.keys import project

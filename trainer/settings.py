@@ -25,8 +25,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.contract import RESERVED_LOG_KEYS
-from services.common.tls import ClientTLS
+from arbiter.contract import RESERVED_LOG_KEYS
+from arbiter.tls import ClientTLS
 
 # Keys the adapters' answers use themselves (veRL: `score`, `acc`): never a passed-on log.
 TAKEN_KEYS = RESERVED_LOG_KEYS | {"acc"}

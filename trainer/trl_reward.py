@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from trainer.gateway import connection
 
 RewardFunc = Callable[..., list[float | None]]

@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from trainer.gateway import connection
 
 # extra_info keys that hold the prompt, in order of preference.

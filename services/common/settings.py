@@ -82,7 +82,7 @@ class ServerSettings(BaseModel):
         default="",
         description="env var holding a bearer token; when set, all but /healthz and /readyz require it",
     )
-    # What one HTTP client may hold before its request reaches the app (services/common/httpguard.py).
+    # What one HTTP client may hold before its request reaches the app (services/transports/httpguard.py).
     max_header_bytes: int = Field(
         default=64 * 1024, ge=1024, description="request line + headers; 431 beyond"
     )

@@ -30,8 +30,8 @@ from functools import cache
 from pathlib import Path
 
 from services.episodes.settings import EpisodeSettings
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import Limits, Sandbox, SandboxError
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from services.common.contract import GraderInfo
+from arbiter.contract import GraderInfo
 from services.evaluate.columns import ColumnMap
 from services.evaluate.readers import InputRow
 from services.evaluate.runner import ChunkScorer

@@ -28,7 +28,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from services.common.contract import GraderInfo, Sample
+from arbiter.contract import GraderInfo, Sample
 from services.evaluate.columns import ColumnMap, group_of, to_sample
 from services.evaluate.manifest import (
     build_manifest,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from services.common.auth import load_token
-from services.common.engine import ScoringEngine
 from services.gateway.backends import Backend, InProcessBackend, RemoteBackend
 from services.gateway.grader import GatewayGrader
 from services.gateway.settings import GatewayServiceSettings
+from services.scoring.engine import ScoringEngine
+from services.transports.auth import load_token
 
 
 def build_gateway(

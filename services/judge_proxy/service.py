@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from services.common.cache import make_cache
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.judge_cache import JudgeCache
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.rubrics import load_rubrics
 from services.judge_proxy.settings import JudgeServiceSettings
 from services.judge_proxy.upstream import NO_UPSTREAM, Upstream, UpstreamPool
+from services.scoring.cache import make_cache
 
 log = logging.getLogger(__name__)
 

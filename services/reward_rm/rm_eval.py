@@ -20,8 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from services.common.contract import Sample, Status
-from services.common.grader import Grader
+from arbiter.contract import Sample, Status
 from services.evaluate.outfiles import (
     Target,
     check_targets,
@@ -30,6 +29,7 @@ from services.evaluate.outfiles import (
     write_text_atomic,
 )
 from services.evaluate.strict_json import dumps
+from services.scoring.grader import Grader
 
 NO_SUBSET = "(none)"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from services.common.grader import Grader, GraderUnavailableError, UnavailableGrader
 from services.reward_rules.code import CodeGrader
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader
 from services.reward_rules.math.grader import MathGrader
 from services.reward_rules.settings import RulesServiceSettings
+from services.scoring.grader import Grader, GraderUnavailableError, UnavailableGrader
 
 log = logging.getLogger(__name__)
 

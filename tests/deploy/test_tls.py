@@ -21,12 +21,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from arbiter.client import ArbiterClient, ArbiterClientError
+from arbiter.contract import Sample, Status
+from arbiter.tls import ClientTLS
 from services import catalog
-from services.common.client import ArbiterClient, ArbiterClientError
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
-from services.common.tls import ClientTLS
 from services.settings import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Status
+from arbiter.contract import Status
 from testkit.tiny_checkpoints import build_tokenizer
 from tests.episodes.helpers import extension, served
 from tests.helpers import free_port

@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 
+from arbiter.contract import NO_CACHE_KEY, Result, Status
 from services import catalog
-from services.common.contract import NO_CACHE_KEY, Result, Status
 from services.gateway.compose import CompiledRecipe
 from services.gateway.settings import RecipeSpec, RemoteService
 from services.settings import ArbiterSettings

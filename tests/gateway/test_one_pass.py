@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from arbiter.contract import Result, Sample, Status
 from services.catalog import make_server
-from services.common.contract import Result, Sample, Status
 from services.gateway.backends import InProcessBackend
 from services.gateway.grader import GatewayGrader
 from services.settings import ArbiterSettings

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.service import build_grader
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive

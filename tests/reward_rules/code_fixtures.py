@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Result, Sample
+from arbiter.contract import Result, Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 SANDBOX_UID = 65534

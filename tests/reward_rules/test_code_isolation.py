@@ -16,12 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code import runner as runner_module
-from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, bwrap_argv
 from services.reward_rules.code.runner import PythonRunner
-from services.reward_rules.code.sandbox import Limits, bwrap_argv
 from services.reward_rules.code.session import Session
 from tests.reward_rules.code_fixtures import SANDBOX_UID, fenced, label, score, stdio
 

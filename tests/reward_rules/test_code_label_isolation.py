@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Status
+from arbiter.contract import Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from tests.reward_rules.code_fixtures import assert_clean, asserts, check, code_grader, score, stdio
 

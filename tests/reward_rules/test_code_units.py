@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader, SandboxUnavailableError
 from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
 from services.reward_rules.code.extract import extract_program

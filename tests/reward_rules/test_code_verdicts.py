@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.session import Session
 from services.reward_rules.code.testrun import Budget, run_tests

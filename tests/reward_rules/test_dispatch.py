@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules import service
 from services.reward_rules.settings import RulesServiceSettings
 

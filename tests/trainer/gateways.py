@@ -10,8 +10,8 @@ import pytest
 
 import trainer.gateway
 from services import catalog
-from services.common.server import GraderServer
 from services.settings import ArbiterSettings
+from services.transports.server import GraderServer
 
 
 def gateway_settings(gateway: dict[str, Any] | None = None, grpc_port: int = 0) -> ArbiterSettings:

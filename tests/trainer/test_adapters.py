@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import trainer.gateway
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from tests.helpers import free_port
 from tests.trainer.gateways import adapter_env, make_gateway
 from trainer.gateway import UNREACHABLE_KEY, GatewayConnection
@@ -206,7 +206,7 @@ def test_trainer_does_not_import_the_server() -> None:
     """The adapters need the contract and a gRPC stub, not the engine, FastAPI or the graders."""
     code = (
         "import sys, trainer.verl_reward, trainer.trl_reward, trainer.openrlhf_reward_func\n"
-        "server = ('services.common.engine', 'fastapi', 'services.reward_rules')\n"
+        "server = ('services.scoring.engine', 'fastapi', 'services.reward_rules')\n"
         "heavy = [m for m in server if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from arbiter.contract import Sample
 from services import catalog
-from services.common.contract import Sample
-from services.common.server import GraderServer
 from services.settings import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.trainer.gateways import adapter_env
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.common.contract import EpisodeStartRequest, Result, Sample, Status
+from arbiter.contract import EpisodeStartRequest, Result, Sample, Status
 from services.episodes.environments.base import (
     EnvironmentContext,
     StepOutcome,

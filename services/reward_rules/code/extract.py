@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from services.common.emergence import strip_eos
+from arbiter.openrlhf import strip_eos
 from services.common.settings import DEFAULT_EOS_MARKERS
 from services.reward_rules.code.languages import FENCES
 

@@ -20,9 +20,11 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.reward_rules.code.backends.base import SandboxSource
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.reuse import ReusedSandboxes
+from services.reward_rules.code.backends.bwrap.sandbox import Limits
 from services.reward_rules.code.backends.factory import check_backend, start_backend
 from services.reward_rules.code.checker import CheckerSetup
 from services.reward_rules.code.config import CodeConfig
@@ -32,10 +34,7 @@ from services.reward_rules.code.labelcode import LabelCodeError
 from services.reward_rules.code.languages import NAMES, TOOLCHAINS, sandbox_paths, toolchain
 from services.reward_rules.code.native import COMPILE, CompileCache, NativeBuild
 from services.reward_rules.code.pch import PrecompiledHeaders
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
-from services.reward_rules.code.sandbox import Limits
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -55,6 +54,7 @@ from services.reward_rules.code.testrun import (
     with_prompt_helpers,
 )
 from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeLabel, StdioTests
+from services.scoring.grader import GraderBase, config_hash
 
 VERSION = "2.0.0"  # 2: label code in a judge sandbox, helpers from the label, exact numbers
 log = logging.getLogger(__name__)

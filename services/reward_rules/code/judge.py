@@ -25,8 +25,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import (
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.sandbox import (
     SAMPLE_OP,
     Sandbox,
     SandboxError,

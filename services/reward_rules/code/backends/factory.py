@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from services.common.grader import GraderUnavailableError
 from services.reward_rules.code.backends.base import SandboxSource
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.reuse import ReusedSandboxes
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, bwrap_path
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.judge import JudgePool
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import LanguageRunner
-from services.reward_rules.code.sandbox import Limits, bwrap_path
+from services.scoring.grader import GraderUnavailableError
 
 
 class SandboxUnavailableError(GraderUnavailableError):
@@ -59,7 +59,7 @@ def start_backend(config: CodeConfig, runner: LanguageRunner, limits: Limits, wo
         )
 
     if config.backend == "sandboxfusion":
-        from services.reward_rules.code.sandboxfusion import SandboxFusionSource
+        from services.reward_rules.code.backends.sandboxfusion import SandboxFusionSource
 
         source = SandboxFusionSource(config.sandboxfusion_url, limits)
         judges = None

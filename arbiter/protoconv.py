@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from arbiter.contract import GraderInfo, Result, Sample, ScoreRequest, ScoreResponse, Status
 from arbiter.v1 import reward_pb2 as pb
-from services.common.contract import GraderInfo, Result, Sample, ScoreRequest, ScoreResponse, Status
 
 _STATUS_TO_PB: dict[Status, pb.Status] = {
     status: cast("pb.Status", pb.Status.Value(f"STATUS_{status.value}")) for status in Status

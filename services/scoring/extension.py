@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from services.common.engine import ScoringEngine
+    from services.scoring.engine import ScoringEngine
 
 
 class ServerExtension(Protocol):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 
 LabelKind = Literal["reference", "empty"]
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from services.common.contract import GraderInfo, Result, Sample, Status
+from arbiter.contract import GraderInfo, Result, Sample, Status
 
 
 @runtime_checkable

@@ -123,7 +123,7 @@ class OpenRLHFRequest(BaseModel):
 
     Lax on purpose: /get_reward turns a bad item into a fallback reward plus a flag
     instead of rejecting the body (a sample left without a reward crashes OpenRLHF's training),
-    so per-item checks live in services/common/openrlhf.py, which builds this from the body
+    so per-item checks live in arbiter/openrlhf.py, which builds this from the body
     and reads it.
     """
 

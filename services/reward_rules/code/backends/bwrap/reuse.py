@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 
 from services.reward_rules.code.backends.base import SandboxLike
-from services.reward_rules.code.cgroups import MemoryBelowUse
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.sandbox import SAMPLE_OP, Sandbox, SandboxError, proven_clean
+from services.reward_rules.code.backends.bwrap.cgroups import MemoryBelowUse
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.sandbox import SAMPLE_OP, Sandbox, SandboxError, proven_clean
 
 MAX_USES = 64
 RESET_TIMEOUT_S = 2.0

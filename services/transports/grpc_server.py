@@ -10,13 +10,13 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from arbiter.contract import Sample
+from arbiter.protoconv import info_to_pb, response_to_pb, sample_from_pb
 from arbiter.v1 import reward_pb2 as pb
-from services.common.auth import GrpcAuthInterceptor
-from services.common.contract import Sample
-from services.common.engine import ScoringEngine
 from services.common.logs import bounded_request_id, request_id_var
 from services.common.offload import LARGE, maybe_off_loop
-from services.common.protoconv import info_to_pb, response_to_pb, sample_from_pb
+from services.scoring.engine import ScoringEngine
+from services.transports.auth import GrpcAuthInterceptor
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RewardService"].full_name
 MAX_METADATA_BYTES = 16 * 1024  # all metadata of one call (gRPC's own default, made explicit)
@@ -155,7 +155,7 @@ def build_grpc_server(
 
     `reuse_port` lets sibling worker processes bind the same port; otherwise a port already
     taken is an error (gRPC's own default would share it silently with any other server).
-    `extra_handlers`: services of the server's extensions (services/common/extension.py)."""
+    `extra_handlers`: services of the server's extensions (services/scoring/extension.py)."""
     limit = engine.server.max_body_bytes
     server = grpc.aio.server(
         interceptors=[GrpcAuthInterceptor(token)] if token else None,

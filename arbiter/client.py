@@ -14,17 +14,11 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from arbiter.contract import GraderInfo, OpenRLHFResponse, Sample, ScoreRequest, ScoreResponse
+from arbiter.protoconv import info_from_pb, request_to_pb, response_from_pb
+from arbiter.tls import ClientTLS, grpc_channel_credentials, grpc_channel_options, ssl_context
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import (
-    GraderInfo,
-    OpenRLHFResponse,
-    Sample,
-    ScoreRequest,
-    ScoreResponse,
-)
-from services.common.protoconv import info_from_pb, request_to_pb, response_from_pb
-from services.common.tls import ClientTLS, grpc_channel_credentials, grpc_channel_options, ssl_context
 
 Transport = Literal["grpc", "http"]
 

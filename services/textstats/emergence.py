@@ -9,13 +9,13 @@ go straight into OpenRLHF's extra_logs, and every sample carries the same keys.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import cached_property
 
+from arbiter.openrlhf import strip_eos
 from services.common.settings import EmergenceSettings
-from services.common.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats, words
+from services.textstats.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats, words
 
-__all__ = ["EmergenceStats", "repeated_ngram_ratio", "slug", "strip_eos"]
+__all__ = ["EmergenceStats", "repeated_ngram_ratio", "slug"]
 
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
@@ -23,25 +23,6 @@ _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 def slug(keyword: str) -> str:
     """A log-key-safe name for a keyword: 'let me reconsider' -> 'let_me_reconsider'."""
     return re.sub(r"[^0-9a-z]+", "_", keyword.lower()).strip("_")
-
-
-def strip_eos(text: str, markers: Sequence[str]) -> tuple[str, bool]:
-    """Remove trailing end-of-sequence markers (and whitespace); say whether any was there.
-
-    Linear in the text: an end offset moves back, the text is copied once (150,000 trailing
-    markers used to be 150,000 copies of a 600 KB string)."""
-    end = len(text.rstrip())
-    found = False
-    changed = True
-    while changed:
-        changed = False
-        for marker in markers:
-            if marker and text.endswith(marker, 0, end):
-                end -= len(marker)
-                while end and text[end - 1].isspace():
-                    end -= 1
-                found = changed = True
-    return text[:end], found
 
 
 class EmergenceStats:

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 
 from services.reward_rules.code.backends.base import SandboxLike
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, SandboxError
 from services.reward_rules.code.harness import b64encode, dumps, loads
 from services.reward_rules.code.runner import harness_source
-from services.reward_rules.code.sandbox import Limits, SandboxError
 
 _ONE_SHOT = """\
 import os as _os

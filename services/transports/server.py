@@ -19,17 +19,17 @@ import uvicorn
 from fastapi import APIRouter
 from grpc_health.v1 import health
 
-from services.common.auth import load_token
-from services.common.engine import Observer, ScoringEngine, assemble_engine
-from services.common.extension import ExtensionFactory
 from services.common.fleet import FleetScope
-from services.common.grader import Grader
-from services.common.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
-from services.common.http_app import build_http_app
-from services.common.httpguard import HttpLimits, guarded_protocol
 from services.common.metrics import KitMetrics
 from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
 from services.common.tls import grpc_server_credentials, uvicorn_ssl_options
+from services.scoring.engine import Observer, ScoringEngine, assemble_engine
+from services.scoring.extension import ExtensionFactory
+from services.scoring.grader import Grader
+from services.transports.auth import load_token
+from services.transports.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
+from services.transports.http_app import build_http_app
+from services.transports.httpguard import HttpLimits, guarded_protocol
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.reward_rules.code.cgroups import SandboxCgroup
+from services.reward_rules.code.backends.bwrap.cgroups import SandboxCgroup
+from services.reward_rules.code.backends.bwrap.seccomp import filter_fd
 from services.reward_rules.code.runner import LanguageRunner
-from services.reward_rules.code.seccomp import filter_fd
 
 _HEADER = struct.Struct(">I")
 SANDBOX_UID = 1000  # the candidate's uid inside the sandbox's user namespace

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from services.common.contract import GraderInfo, Result, Sample
+from arbiter.contract import GraderInfo, Result, Sample
 from services.common.settings import CacheSettings
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,10 @@ from collections import deque
 from pathlib import Path
 
 from services.reward_rules.code.backends.base import SandboxLike
-from services.reward_rules.code.cgroups import CgroupManager, MemoryBelowUse, SandboxCgroup
+from services.reward_rules.code.backends.bwrap.cgroups import CgroupManager, MemoryBelowUse, SandboxCgroup
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, Mode, Sandbox, bwrap_path
+from services.reward_rules.code.backends.bwrap.seccomp import filter_program
 from services.reward_rules.code.runner import LanguageRunner
-from services.reward_rules.code.sandbox import Limits, Mode, Sandbox, bwrap_path
-from services.reward_rules.code.seccomp import filter_program
 
 log = logging.getLogger(__name__)
 STARTERS = 2  # launch threads: a launch mostly waits on fork/exec and cgroupfs, not on the GIL

@@ -15,13 +15,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
-from services.common.auth import OPEN_HTTP_PATHS, PathTokenRouter, authorized, authorized_path
-from services.common.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import GraderInfo, ScoreRequest, ScoreResponse, Status
+from arbiter.openrlhf import BodyError, OpenRLHFBatch
 from services.common.fleet import WORKERS_HEADER, FleetScope, merge_metrics
 from services.common.logs import bounded_request_id, request_id_var
 from services.common.offload import LARGE, maybe_off_loop, off_loop
-from services.common.openrlhf import BodyError, OpenRLHFBatch
+from services.scoring.engine import ScoringEngine
+from services.transports.auth import OPEN_HTTP_PATHS, PathTokenRouter, authorized, authorized_path
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -16,14 +16,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.common.batcher import (
-    BatcherClosedError,
-    DeadlineExceededError,
-    MicroBatcher,
-    QueueFullError,
-)
-from services.common.cache import Cache, NullCache, cache_key, make_cache
-from services.common.contract import (
+from arbiter.contract import (
     CACHED_KEY,
     NO_CACHE_KEY,
     RESERVED_LOG_KEYS,
@@ -33,8 +26,12 @@ from services.common.contract import (
     Sample,
     Status,
 )
-from services.common.emergence import EmergenceStats
-from services.common.grader import (
+from services.common.metrics import KitMetrics, RegistryForwarder
+from services.common.offload import maybe_off_loop, text_size
+from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
+from services.scoring.batcher import BatcherClosedError, DeadlineExceededError, MicroBatcher, QueueFullError
+from services.scoring.cache import Cache, NullCache, cache_key, make_cache
+from services.scoring.grader import (
     NONDETERMINISTIC,
     SAMPLE_DEADLINES,
     Grader,
@@ -42,9 +39,7 @@ from services.common.grader import (
     HasMetrics,
     Startable,
 )
-from services.common.metrics import KitMetrics, RegistryForwarder
-from services.common.offload import maybe_off_loop, text_size
-from services.common.settings import CacheSettings, EmergenceSettings, ServerSettings
+from services.textstats.emergence import EmergenceStats
 
 log = logging.getLogger(__name__)
 
