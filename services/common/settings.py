@@ -141,7 +141,7 @@ class _SectionEnvSource(EnvSettingsSource):
 
 
 class KitSettings(BaseSettings):
-    """The settings every deployment has; services/settings.py adds one section per service."""
+    """The settings every deployment has; services/settings_tree.py adds one section per service."""
 
     model_config = SettingsConfigDict(env_prefix="ARBITER_", env_nested_delimiter="__", extra="forbid")
 

@@ -30,7 +30,7 @@ class ShardScorer:
             if self._scorer is None:
                 from services import catalog
                 from services.evaluate.scorers import EngineScorer
-                from services.settings import ArbiterSettings
+                from services.settings_tree import ArbiterSettings
 
                 settings = ArbiterSettings.model_validate_json(self.settings_json)
                 engine = catalog.named_engine(self.grader_name, settings)

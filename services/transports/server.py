@@ -27,7 +27,7 @@ from services.scoring.engine import Observer, ScoringEngine, assemble_engine
 from services.scoring.extension import ExtensionFactory
 from services.scoring.grader import Grader
 from services.transports.auth import load_token
-from services.transports.grpc_server import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
+from services.transports.grpc_app import NOT_SERVING, SERVICE_NAME, SERVING, build_grpc_server
 from services.transports.http_app import build_http_app
 from services.transports.httpguard import HttpLimits, guarded_protocol
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 from services.common.settings import KitSettings, load_settings
 from services.gateway.stats import RollingStats
 from services.scoring.engine import ScoringEngine
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.http_app import build_http_app
 from tests.helpers import ScriptedGrader, server_settings
 

@@ -25,7 +25,7 @@ from arbiter.client import ArbiterClient, ArbiterClientError
 from arbiter.contract import Sample, Status
 from arbiter.tls import ClientTLS
 from services import catalog
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 

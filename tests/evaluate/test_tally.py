@@ -9,7 +9,7 @@ from typing import Any
 
 from arbiter.contract import GraderInfo
 from services.evaluate.columns import ColumnMap
-from services.evaluate.metrics import Aggregate, aggregate
+from services.evaluate.passk import Aggregate, aggregate
 from services.evaluate.readers import InputRow
 from services.evaluate.runner import RunPlan, run
 

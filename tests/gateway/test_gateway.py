@@ -20,7 +20,7 @@ from arbiter.client import ArbiterClient
 from arbiter.contract import Sample, Status
 from services import catalog
 from services.common.settings import CacheSettings
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.helpers import ScriptedGrader, free_port, rules_grader, server_settings
 

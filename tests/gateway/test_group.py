@@ -16,7 +16,7 @@ from arbiter.contract import Result, Sample
 from services import catalog
 from services.gateway.group_terms import GROUP_LOG_KEYS, majority
 from services.scoring.formula import Formula, FormulaError
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 

@@ -20,7 +20,7 @@ from arbiter.client import ArbiterClient
 from arbiter.contract import Result, Sample
 from services import catalog
 from services.gateway.group_recipes import preset
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 

@@ -21,7 +21,7 @@ from arbiter.contract import Result, Sample
 from services import catalog
 from services.gateway.group_recipes import preset
 from services.gateway.group_terms import GROUP_LOG_KEYS
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.gateway.test_group import gateway_settings, get_reward

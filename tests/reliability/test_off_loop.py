@@ -64,7 +64,7 @@ async def test_a_large_request_of_small_samples_leaves_the_loop(monkeypatch: pyt
     decision is now made by the request's (or batch's) size."""
     import grpc
 
-    import services.transports.grpc_server as grpc_server
+    import services.transports.grpc_app as grpc_server
     from arbiter.v1 import reward_pb2 as pb
 
     threads: dict[str, list[str]] = {}

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from services.catalog import make_server
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 
 

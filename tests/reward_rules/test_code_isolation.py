@@ -85,7 +85,7 @@ def test_a_python_run_reads_no_earlier_request_from_memory(grader: CodeGrader) -
 
 
 def test_a_checker_reads_no_earlier_request_from_memory(grader: CodeGrader) -> None:
-    """A custom checker runs in a judge sandbox kept between samples: the next sample's checker
+    """A custom checker runs in a label sandbox kept between samples: the next sample's checker
     finds neither the earlier checker's code nor its input, output or expected answer."""
     token = secrets.token_hex(16)
     secret = " ".join([MARK + token] * 1000)

@@ -18,7 +18,7 @@ from arbiter.contract import Sample, Status
 from services.catalog import make_server
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.languages import missing, toolchain
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.reward_rules.code_fixtures import score
 

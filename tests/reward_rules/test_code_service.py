@@ -108,11 +108,11 @@ def test_without_bubblewrap_the_service_serves_the_other_graders(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from arbiter.contract import Result, Sample, Status
-    from services.reward_rules import service
+    from services.reward_rules import build
     from services.reward_rules.settings import RulesServiceSettings
 
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine where `bwrap` is not found
-    rules = service.build_grader(RulesServiceSettings())
+    rules = build.build_grader(RulesServiceSettings())
 
     async def run() -> list[Result]:
         try:

@@ -10,7 +10,7 @@ import pytest
 
 import trainer.gateway
 from services import catalog
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 
 

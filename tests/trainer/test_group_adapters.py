@@ -12,7 +12,7 @@ import pytest
 
 from arbiter.contract import Sample
 from services import catalog
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.trainer.gateways import adapter_env

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from services import catalog
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from services.transports.server import GraderServer
 from tests.trainer.gateways import adapter_env
 from tests.trainer.openrlhf_peer import CharTokenizer, SamplingParams, ScriptedEngine, load_agent_module

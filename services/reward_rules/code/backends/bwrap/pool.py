@@ -6,8 +6,8 @@ replacement. `release()` never returns a sandbox to the pool: a reaper thread ki
 nothing of one run (files, processes, memory) reaches the next. Only its emptied cgroups are
 used again, for a later sandbox (creating and removing cgroup v1 groups costs more than a
 third of a launch); a reused group's limits are reset and its OOM count read as a baseline.
-(Judge sandboxes, which hold label code and never a program, are kept between samples by
-judge.JudgePool: each sample runs in a fresh fork of a clean zygote.)
+(Label sandboxes, which hold label code and never a program, are kept between samples by
+judge.LabelRunPool: each sample runs in a fresh fork of a clean zygote.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A fresh sandbox costs ~40 ms of CPU from launch to removal; a C++ test run ~1.5 ms, a HumanEval
 sample's calls about as much. So samples (stdio tests, function tests, C++ checker programs,
-`/run_code` calls) reuse sandboxes the way judges are reused:
+`/run_code` calls) reuse sandboxes the way label sandboxes are reused:
 
 - sealed before its first sample: the harness is undumpable (a run's processes, the same uid,
   cannot open its /proc/pid/mem or fds; ptrace is refused by the seccomp filter) and notes what

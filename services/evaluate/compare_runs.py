@@ -18,10 +18,10 @@ from rich.table import Table
 from services.evaluate import plots
 from services.evaluate.columns import ColumnMap
 from services.evaluate.manifest import read_manifest
-from services.evaluate.metrics import OVERALL, Aggregate, aggregate
-from services.evaluate.outfiles import Target, check_targets, html_titled, json_object_with, write_text_atomic
+from services.evaluate.passk import OVERALL, Aggregate, aggregate
 from services.evaluate.report import metrics_table, page
 from services.evaluate.strict_json import dumps
+from services.evaluate.targets import Target, check_targets, html_titled, json_object_with, write_text_atomic
 
 _HEADLINE = ("rows", "mean_reward", "mean_score", "pass@1", "accuracy", "errors", "timeouts")
 

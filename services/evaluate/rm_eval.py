@@ -21,17 +21,33 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arbiter.contract import Sample, Status
-from services.evaluate.outfiles import (
+from services.evaluate.strict_json import dumps
+from services.evaluate.targets import (
     Target,
     check_targets,
     first_json_line,
     json_object_with,
     write_text_atomic,
 )
-from services.evaluate.strict_json import dumps
 from services.scoring.grader import Grader
 
 NO_SUBSET = "(none)"
+
+
+@dataclass(frozen=True)
+class PairsJob:
+    """One rm-eval run: the pairs file, its columns and where the results go. The one list of
+    rm-eval's parameters: the CLI fills it, `evaluate_pairs` and `rm_eval_command` read it."""
+
+    input_path: Path
+    prompt_key: str = "prompt"
+    chosen_key: str = "chosen"
+    rejected_key: str = "rejected"
+    subset_key: str = "subset"
+    batch_pairs: int = 64
+    output: Path | None = None  # JSONL, one line per scored pair
+    summary: Path | None = None  # JSON file with the report
+    overwrite: bool = False  # replace the output / summary of an earlier rm-eval
 
 
 @dataclass
@@ -150,18 +166,18 @@ def _owned_output(path: Path) -> bool:
     return isinstance(first, dict) and all(key in first for key in _RECORD_KEYS)
 
 
-def check_rm_eval_files(input_path: Path, output: Path | None, summary: Path | None, overwrite: bool) -> None:
+def check_rm_eval_files(job: PairsJob) -> None:
     """Refuse (UnsafeOutput) an output that is the input, a link, or a file rm-eval did not write;
     an earlier rm-eval's files are replaced only with `overwrite`. Checked before the model loads."""
     targets = [
-        Target(path, what, owned, replace=overwrite)
+        Target(path, what, owned, replace=job.overwrite)
         for path, what, owned in (
-            (output, "output", _owned_output),
-            (summary, "summary", lambda p: json_object_with(p, ("accuracy", "subsets", "invalid_rows"))),
+            (job.output, "output", _owned_output),
+            (job.summary, "summary", lambda p: json_object_with(p, ("accuracy", "subsets", "invalid_rows"))),
         )
         if path is not None
     ]
-    check_targets(targets, [input_path], "arbiter rm-eval")
+    check_targets(targets, [job.input_path], "arbiter rm-eval")
 
 
 def _open_output(path: Path) -> IO[str]:
@@ -175,24 +191,13 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in handle if line.strip())
 
 
-async def evaluate_pairs(
-    path: Path,
-    grader: Grader,
-    *,
-    prompt_key: str = "prompt",
-    chosen_key: str = "chosen",
-    rejected_key: str = "rejected",
-    subset_key: str = "subset",
-    batch_pairs: int = 64,
-    output: Path | None = None,
-    console: Console | None = None,
-    overwrite: bool = False,
-) -> PairwiseReport:
-    """Score every pair with `grader`; `output` gets one JSON line per scored pair."""
-    check_rm_eval_files(path, output, None, overwrite)
+async def evaluate_pairs(job: PairsJob, grader: Grader, console: Console | None = None) -> PairwiseReport:
+    """Score every pair with `grader`; `job.output` gets one JSON line per scored pair."""
+    check_rm_eval_files(job)
+    path = job.input_path
     report = PairwiseReport()
-    rows = _rows(path, (prompt_key, chosen_key, rejected_key, subset_key), report)
-    sink = _open_output(output) if output else None
+    rows = _rows(path, (job.prompt_key, job.chosen_key, job.rejected_key, job.subset_key), report)
+    sink = _open_output(job.output) if job.output else None
     progress = Progress(
         TextColumn("[bold]rm-eval[/bold]"),
         BarColumn(),
@@ -208,7 +213,7 @@ async def evaluate_pairs(
             batch: list[_Pair] = []
             for pair in rows:
                 batch.append(pair)
-                if len(batch) >= batch_pairs:
+                if len(batch) >= job.batch_pairs:
                     await _score_batch(batch, grader, report, sink)
                     progress.update(task, advance=len(batch), accuracy=report.overall.accuracy)
                     batch = []
@@ -247,19 +252,7 @@ async def _score_batch(batch: list[_Pair], grader: Grader, report: PairwiseRepor
             sink.write(dumps(record) + "\n")
 
 
-def rm_eval_command(
-    input_path: Path,
-    checkpoint: str = "",
-    config: Path | None = None,
-    prompt_key: str = "prompt",
-    chosen_key: str = "chosen",
-    rejected_key: str = "rejected",
-    subset_key: str = "subset",
-    batch_pairs: int = 64,
-    output: Path | None = None,
-    json_summary: Path | None = None,
-    overwrite: bool = False,
-) -> PairwiseReport:
+def rm_eval_command(job: PairsJob, checkpoint: str = "", config: Path | None = None) -> PairwiseReport:
     """`arbiter rm-eval`: the reward_rm settings (env/YAML; `checkpoint` overrides) on a pairs file."""
     import asyncio
 
@@ -274,7 +267,7 @@ def rm_eval_command(
         model_config = SettingsConfigDict(**{**KitSettings.model_config, "extra": "ignore"})
         reward_rm: RMServiceSettings = RMServiceSettings()
 
-    check_rm_eval_files(input_path, output, json_summary, overwrite)  # before the model loads
+    check_rm_eval_files(job)  # before the model loads
     settings = load_settings(_Settings, config).reward_rm
     if checkpoint:
         settings = settings.model_copy(update={"checkpoint": checkpoint})
@@ -284,23 +277,12 @@ def rm_eval_command(
     async def run() -> PairwiseReport:
         try:
             await grader.start()
-            return await evaluate_pairs(
-                input_path,
-                grader,
-                prompt_key=prompt_key,
-                chosen_key=chosen_key,
-                rejected_key=rejected_key,
-                subset_key=subset_key,
-                batch_pairs=batch_pairs,
-                output=output,
-                console=console,
-                overwrite=overwrite,
-            )
+            return await evaluate_pairs(job, grader, console)
         finally:
             await grader.aclose()
 
     report = asyncio.run(run())
     report.print(console)
-    if json_summary is not None:
-        write_text_atomic(json_summary, dumps(report.as_dict(), indent=2) + "\n")
+    if job.summary is not None:
+        write_text_atomic(job.summary, dumps(report.as_dict(), indent=2) + "\n")
     return report

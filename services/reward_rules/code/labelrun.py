@@ -2,12 +2,12 @@
 
 Assert lines, setup, helpers and HumanEval `check` code arrive in the request, so they run
 sandboxed like the program, but never in the program's sandbox: the comparisons must stay out
-of the candidate's reach. This process relays frames between the two: a judge's call frame goes
+of the candidate's reach. This process relays frames between the two: a label sandbox's call frame goes
 to the candidate's harness as it is, the candidate's reply goes back as it is, bounded in size
 and never parsed here, so a candidate's huge or deeply nested reply costs this process neither
-time under the GIL nor memory. Only the judge's small verdict frame is decoded here.
+time under the GIL nor memory. Only the label sandbox's small verdict frame is decoded here.
 
-A judge sandbox serves one sample at a time, each in a fresh fork of its zygote (not dumpable:
+A label sandbox serves one sample at a time, each in a fresh fork of its zygote (not dumpable:
 its forks cannot write its memory), which kills every other process and empties the work dir
 after the sample (harness.py). The zygote never reads a sample's frames (the label's code, the
 checker's input, output and expected answer): the `sample` frame has it fork first, and the fork
@@ -44,10 +44,10 @@ from services.reward_rules.code.session import (
     start_sandbox,
 )
 
-_CALL_PREFIX = b'{"op":"call",'  # how the judge's harness writes a call (compact, op first)
+_CALL_PREFIX = b'{"op":"call",'  # how the label sandbox's harness writes a call (compact, op first)
 _VERDICT_BYTES = 64 << 10
 END_TIMEOUT_S = 5.0  # for the zygote to kill the sample's processes and empty its work dir
-MAX_USES = 500  # samples a judge sandbox serves before it is replaced anyway
+MAX_USES = 500  # samples a label sandbox serves before it is replaced anyway
 
 
 @dataclass
@@ -57,8 +57,8 @@ class _Idle:
     baseline: int  # processes in its cgroup when only the zygote (and bwrap) run
 
 
-class JudgePool:
-    """Judge sandboxes between samples: clean zygotes waiting for the next one."""
+class LabelRunPool:
+    """Label sandboxes between samples: clean zygotes waiting for the next one."""
 
     def __init__(self, sandboxes: SandboxPool, keep: int) -> None:
         self.sandboxes = sandboxes
@@ -67,7 +67,7 @@ class JudgePool:
         self._lock = threading.Lock()
 
     def acquire(self, memory_bytes: int) -> _Idle | None:
-        """An idle judge, its memory limit set to `memory_bytes`; None: start a fresh one."""
+        """An idle label sandbox, its memory limit set to `memory_bytes`; None: start a fresh one."""
         with self._lock:
             idle = self._idle.pop() if self._idle else None
         if idle is not None:
@@ -90,8 +90,8 @@ class JudgePool:
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for judge in idle:
-            self.sandboxes.release(judge.sandbox)
+        for run in idle:
+            self.sandboxes.release(run.sandbox)
 
 
 class LabelError(Exception):
@@ -105,11 +105,11 @@ class Verdict:
     message: str = ""
 
 
-class Judge:
-    """One sample's judge sandbox: loaded once, reused across tests until something fails."""
+class LabelRun:
+    """One sample's label sandbox: loaded once, reused across tests until something fails."""
 
     def __init__(
-        self, pool: JudgePool, memory_bytes: int, load: dict[str, Any], max_value_bytes: int
+        self, pool: LabelRunPool, memory_bytes: int, load: dict[str, Any], max_value_bytes: int
     ) -> None:
         self.pool = pool
         self.memory_bytes = memory_bytes
@@ -121,7 +121,7 @@ class Judge:
         self._oom_before = 0
 
     def _start(self, deadline: float) -> Sandbox:
-        """A judge (idle, else fresh) whose zygote forked this sample's process (SAMPLE_OP)."""
+        """A label sandbox (idle, else fresh) whose zygote forked this sample's process (SAMPLE_OP)."""
         idle = self.pool.acquire(self.memory_bytes)
         if idle is not None:
             self.uses, self.baseline = idle.uses, idle.baseline
@@ -129,7 +129,7 @@ class Judge:
             sandbox = idle.sandbox
         else:
             sandbox = start_sandbox(
-                lambda: self.pool.fresh(self.memory_bytes), self.pool.discard, "judge sandbox"
+                lambda: self.pool.fresh(self.memory_bytes), self.pool.discard, "label sandbox"
             )
             self.uses = 0
             self.baseline = len(sandbox.cgroup.pids_in()) if sandbox.cgroup is not None else 0
@@ -139,7 +139,7 @@ class Judge:
         return sandbox
 
     def close(self, healthy: bool = True) -> None:
-        """Ends the sample in the judge; a judge proven clean serves the next sample."""
+        """Ends the sample in the label sandbox; a label sandbox proven clean serves the next sample."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is None:
             return
@@ -179,7 +179,7 @@ class Judge:
             return self._judge_failed(SandboxError("died", "the test code exited"))
         if reply.get("done") is not True:
             self.close(healthy=False)
-            return Verdict(False, CRASH, "the test code broke the judge protocol")
+            return Verdict(False, CRASH, "the test code broke the label sandbox protocol")
         if reply.get("passed") is True:
             return Verdict(True)
         reason, detail = str(reply.get("reason", "")), str(reply.get("message", ""))[:300]
@@ -196,7 +196,7 @@ class Judge:
         raise LabelError(f"the label's test code raised {text}")
 
     def _judge_failed(self, exc: SandboxError) -> Verdict:
-        """The judge stopped answering while testing this program: the program's values did it."""
+        """The label sandbox stopped answering while testing this program: the program's values did it."""
         sandbox = self.sandbox
         assert sandbox is not None
         sandbox.kill()
@@ -210,16 +210,16 @@ class Judge:
         return Verdict(False, CRASH, f"the test code died: {stderr or exc}")
 
     def _exchange(self, message: dict[str, Any], candidate: Session, deadline: float) -> dict[str, Any]:
-        """Sends a request to the judge, relays its calls to the program, returns its last reply."""
-        judge = self.sandbox
-        assert judge is not None
+        """Sends a request to the label sandbox, relays its calls to the program, returns its last reply."""
+        sandbox = self.sandbox
+        assert sandbox is not None
         body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
-        judge.send_raw(body, deadline)
+        sandbox.send_raw(body, deadline)
         while True:
-            frame = judge.receive_raw(deadline, None)
+            frame = sandbox.receive_raw(deadline, None)
             if not frame.startswith(_CALL_PREFIX):
                 if len(frame) > _VERDICT_BYTES:
                     raise SandboxError("protocol", "verdict frame over the limit")
                 return parse_frame(frame, "verdict")
             answer = candidate.relay(frame, deadline, self.max_value_bytes)
-            judge.send_raw(answer, deadline)
+            sandbox.send_raw(answer, deadline)

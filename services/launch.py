@@ -35,7 +35,7 @@ from services import catalog
 from services.common.fleet import Fleet
 from services.common.lifeline import die_with_parent
 from services.common.logs import configure_logging
-from services.settings import ArbiterSettings, load
+from services.settings_tree import ArbiterSettings, load
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ async def _supervise(
                 [
                     sys.executable,
                     "-m",
-                    "services.serving",
+                    "services.launch",
                     "--worker",
                     str(i),
                     "--of",
@@ -291,7 +291,7 @@ async def _watch(workers: list[_Worker], stop: asyncio.Event) -> None:
 
 
 def _worker_main(argv: Sequence[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m services.serving")
+    parser = argparse.ArgumentParser(prog="python -m services.launch")
     parser.add_argument("--worker", type=int, required=True)
     parser.add_argument("--of", type=int, required=True)
     parser.add_argument("--rundir", required=True)

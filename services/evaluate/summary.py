@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from services.evaluate.metrics import Aggregate, aggregate
-from services.evaluate.outfiles import write_text_atomic
+from services.evaluate.passk import Aggregate, aggregate
 from services.evaluate.report import write_report
 from services.evaluate.runner import RunOutcome, RunPlan
 from services.evaluate.strict_json import dumps
+from services.evaluate.targets import write_text_atomic
 
 
 def default_summary_path(output: Path) -> Path:
