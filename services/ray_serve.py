@@ -258,8 +258,9 @@ def fit_to_cluster(
 
 
 def runtime_env() -> dict[str, Any]:
-    """Workers import `services.ray_serve` by name: put this checkout on their path."""
-    paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    """Workers import `services.ray_serve` by name: put this checkout (the services, and the
+    contract's package in client/) on their path."""
+    paths = [str(REPO_ROOT), str(REPO_ROOT / "client"), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 

@@ -29,7 +29,7 @@ def test_generated_code_matches_the_proto(tmp_path: Path, repo_root: Path) -> No
     spec.loader.exec_module(gen)
     fresh = gen.generate(tmp_path)
     for path in fresh:
-        committed = repo_root / "arbiter" / "v1" / path.name
+        committed = gen.PACKAGE_ROOT / "arbiter" / "v1" / path.name
         assert committed.exists(), f"{committed} missing: run python scripts/gen_proto.py"
         assert filecmp.cmp(path, committed, shallow=False), (
             f"{committed.name} is stale: run python scripts/gen_proto.py and commit the result"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from arbiter.logkeys import slug
 from arbiter.openrlhf import strip_eos
 from services.common.settings import EmergenceSettings
-from services.textstats.emergence import EmergenceStats, repeated_ngram_ratio, slug
+from services.textstats.emergence import EmergenceStats, repeated_ngram_ratio
 
 STATS = EmergenceStats(EmergenceSettings())
 

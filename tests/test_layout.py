@@ -3,12 +3,14 @@
 - nothing under services/ imports deploy/, bench/, tests/ or testkit/ (deployment recipes, benches
   and test helpers use the services, never the other way round);
 - no service package imports the CLI (services start through services/launch.py);
-- the shared rooms import one way: the contract (the top-level `arbiter` package) imports nothing
-  of this repo; services/common imports no other room; textstats imports only common; scoring
-  never imports transports; no room imports a service package;
+- the contract (the `arbiter` package in client/, what a trainer installs, adapters included)
+  imports nothing of this repo and no web server; each distribution installs only its package;
+- the shared rooms import one way: services/common imports no other room; textstats imports only
+  common; scoring never imports transports; no room imports a service package;
 - grader packages import neither a web framework nor a transport;
 - the code grader's sandbox backends live in code/backends/ and never import the grading logic;
-- the trainer adapters import no server machinery (they run inside the trainer's processes).
+- the trainer adapters import no server machinery (they run inside the trainer's processes), and
+  trainer/'s by-path entry files only re-export them.
 Read with `ast`, so an import inside a function counts too.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,9 +91,29 @@ def test_scoring_never_imports_a_transport() -> None:
     assert offending(ROOT / "services" / "scoring", ("services.transports", *WEB_AND_RPC)) == []
 
 
+CLIENT = ROOT / "client"
+
+
 def test_the_contract_imports_nothing_of_this_repo() -> None:
     """`arbiter` is what a trainer installs: the services import it, never the other way round."""
-    assert offending(ROOT / "arbiter", ("services", "trainer", "deploy", "testkit", "tests", "bench")) == []
+    repo = ("services", "trainer", "deploy", "testkit", "tests", "bench")
+    assert offending(CLIENT / "arbiter", (*repo, "fastapi", "starlette", "uvicorn", "aiohttp.web")) == []
+
+
+def test_each_distribution_installs_only_its_own_package() -> None:
+    """The services' distribution installs `services` only (never trainer/ or deploy/, names a
+    trainer's repo may use); the client's installs `arbiter` only."""
+    for pyproject, package in ((ROOT / "pyproject.toml", "services"), (CLIENT / "pyproject.toml", "arbiter")):
+        found = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"]["find"]
+        assert found == {"include": [f"{package}*"]}, pyproject
+
+
+def test_trainer_entry_files_only_point_at_the_adapters() -> None:
+    """trainer/ holds recipes and the files a framework loads by path: each only re-exports an
+    adapter, so the adapter code lives once, in the client."""
+    for path in sorted((ROOT / "trainer").glob("*.py")):
+        names = [name for name in imports(path) if name != "__future__"]
+        assert all(name.startswith("arbiter.adapters") for name in names), (path, names)
 
 
 @pytest.mark.parametrize("package", GRADER_PACKAGES)

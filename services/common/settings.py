@@ -22,44 +22,16 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from arbiter.logkeys import DEFAULT_REFLECTION_KEYWORDS
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS
 from services.common.tls import TLSSettings
 from services.common.yamlconf import describe_errors
-
-DEFAULT_REFLECTION_KEYWORDS = (
-    "wait",
-    "actually",
-    "hmm",
-    "however",
-    "alternatively",
-    "let me reconsider",
-    "let me re-check",
-    "let me recheck",
-    "let me verify",
-    "let me check",
-    "double-check",
-    "on second thought",
-    "i made a mistake",
-    "re-evaluate",
-    "verify",
-)
 
 # How long this service's own clients keep an idle connection to a server it calls (vLLM, an LLM
 # judge): shorter than a uvicorn-served one keeps it (vLLM, SGLang: 5 s), so a call never goes out
 # on a connection the server is closing (it fails: a batch of fallback rewards, a judge attempt
 # counted toward the breaker). A server that keeps connections longer costs a new one after 2 s idle.
 UPSTREAM_KEEPALIVE_S = 2.0
-
-# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
-DEFAULT_EOS_MARKERS = (
-    "</s>",
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<｜end▁of▁sentence｜>",
-)
 
 
 class BatchSettings(BaseModel):

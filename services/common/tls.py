@@ -2,7 +2,7 @@
 
 `<service>.tls` in the settings: `cert_file` + `key_file` turn TLS on for both the HTTP and the
 gRPC port; `client_ca_file` also makes both require a client certificate signed by that CA
-(mutual TLS). The client side (`ClientTLS`) is part of the contract package: arbiter/tls.py.
+(mutual TLS). The client side (`ClientTLS`) is part of the contract package: client/arbiter/tls.py.
 
 Files are read when a server starts, so a certificate mounted later or rotated is picked up by
 the next start; nothing is cached across processes. Paths only: key material never goes in a

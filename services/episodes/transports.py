@@ -1,7 +1,7 @@
 """The episode API on the served grader's two faces: HTTP routes and arbiter.v1.EpisodeService.
 
 HTTP: POST /v1/episodes/start, /v1/episodes/step, /v1/episodes/finish (JSON mirrors of the proto
-messages, the contract models of arbiter/contract.py), GET /v1/episodes/stats. A body
+messages, the contract models of client/arbiter/contract.py), GET /v1/episodes/stats. A body
 that is not a valid request is a 422; everything about the episode itself is in the answer's
 `status`, with HTTP 200.
 """

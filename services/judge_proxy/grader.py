@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arbiter.contract import GraderInfo, Result, Sample, Status
-from arbiter.openrlhf import strip_eos
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS, strip_eos
 from services.common.offload import maybe_off_loop
-from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.judge_cache import JudgeCache
 from services.judge_proxy.judging import JudgeFailure, RubricEvaluator, RubricOutcome, Tally
 from services.judge_proxy.length_bias import LengthCorrelation

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 
+from arbiter.logkeys import keyword_set, slug, text_stat_keys
 from arbiter.openrlhf import strip_eos
 from services.common.settings import EmergenceSettings
 from services.textstats.textscan import CHUNK_CHARS, has_pair, repeated_ngram_ratio, token_stats, words
@@ -20,18 +21,13 @@ __all__ = ["EmergenceStats", "repeated_ngram_ratio", "slug"]
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
-def slug(keyword: str) -> str:
-    """A log-key-safe name for a keyword: 'let me reconsider' -> 'let_me_reconsider'."""
-    return re.sub(r"[^0-9a-z]+", "_", keyword.lower()).strip("_")
-
-
 class EmergenceStats:
     """Computes the emergence logs of one response; built once per server."""
 
     def __init__(self, settings: EmergenceSettings) -> None:
         self._settings = settings
         # Longest first, so "let me reconsider" is not also counted as a shorter keyword it contains.
-        keywords = sorted({k.strip().lower() for k in settings.keywords if k.strip()}, key=len, reverse=True)
+        keywords = sorted(keyword_set(settings.keywords), key=len, reverse=True)
         self._keywords = keywords
         self._slugs = {k: slug(k) for k in keywords}
         self._zeros = {f"reflect/{self._slugs[k]}": 0.0 for k in keywords}  # copied per response
@@ -44,18 +40,7 @@ class EmergenceStats:
 
     @cached_property
     def keys(self) -> tuple[str, ...]:
-        return (
-            *(f"reflect/{self._slugs[k]}" for k in sorted(self._keywords)),
-            "reflect/total",
-            "reflect/any",
-            "response/chars",
-            "response/words",
-            "response/stopped",
-            "format/think",
-            "format/answer_tag",
-            "format/boxed",
-            "response/repetition",
-        )
+        return text_stat_keys(self._keywords)
 
     def compute(self, response: str, finish_reason: str | None = None) -> dict[str, float]:
         text, had_eos = strip_eos(response, self._settings.eos_markers)

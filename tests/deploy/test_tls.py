@@ -256,8 +256,8 @@ async def test_gateway_reaches_remote_replicas_over_mutual_tls(mtls_server: Grad
 
 
 async def test_trainer_adapter_over_tls(tls_server: GraderServer, pki: Pki) -> None:
-    from trainer.gateway import GatewayConnection
-    from trainer.settings import AdapterSettings
+    from arbiter.adapters.gateway import GatewayConnection
+    from arbiter.adapters.settings import AdapterSettings
 
     env = {"ARBITER_GATEWAY": tls_server.grpc_target, "ARBITER_GATEWAY_CA_FILE": str(pki.ca)}
     settings = AdapterSettings.from_env(env)

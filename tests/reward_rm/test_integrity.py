@@ -121,8 +121,7 @@ async def test_repeated_eos_text_at_the_end_is_the_responses_text(tiny: TinyChec
     """The kit strips every trailing EOS marker off an OpenRLHF query; the RM trusts the last one
     only (a rollout stops on one token): 20 `<|im_end|>` are 19 pieces of text and one stop."""
     from arbiter.contract import OpenRLHFRequest
-    from arbiter.openrlhf import to_samples
-    from services.common.settings import DEFAULT_EOS_MARKERS
+    from arbiter.openrlhf import DEFAULT_EOS_MARKERS, to_samples
 
     prompt = QUERY_PROMPT.format(q="name the primes below thirty")
 

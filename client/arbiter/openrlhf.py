@@ -21,6 +21,18 @@ from typing import Any
 
 from arbiter.contract import OpenRLHFRequest, Result, Sample
 
+# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
+DEFAULT_EOS_MARKERS = (
+    "</s>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<｜end▁of▁sentence｜>",
+)
+
 PROMPT_MISMATCH_KEY = "input/prompt_mismatch"
 # Metadata of samples that came from OpenRLHF: where from, and the end-of-sequence text cut off
 # the response (a reward model puts it back: it reads its reward at the EOS token).

@@ -1,12 +1,12 @@
 """TRL GRPOTrainer reward functions backed by the Arbiter gateway.
 
-    from trainer.trl_reward import arbiter_reward
+    from arbiter.adapters.trl_reward import arbiter_reward
     trainer = GRPOTrainer(..., reward_funcs=[arbiter_reward(label_column="answer")])
 
 One gateway call scores the whole batch. A sample the gateway could not grade (any
 status but OK, the gateway unreachable included) comes back as None, which TRL reads as
 "unscorable" and leaves out, instead of a fake zero. The outage policy (how long a call
-waits for the gateway) is trainer/settings.py's ARBITER_GATEWAY_WAIT_S.
+waits for the gateway) is settings.py's ARBITER_GATEWAY_WAIT_S.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from arbiter.adapters.gateway import connection
 from arbiter.contract import Sample, Status
-from trainer.gateway import connection
 
 RewardFunc = Callable[..., list[float | None]]
 # The share of a batch Arbiter could not score (None rewards), logged beside TRL's own metrics.

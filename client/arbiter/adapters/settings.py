@@ -9,7 +9,7 @@ workers, TRL's trainer), so the only channel for settings is the environment:
   gateway, retrying with a logged back-off, before it answers flagged fallbacks; 0 fails fast.
   After one wait ran out, calls fail fast until the gateway answers again.
 - ARBITER_FALLBACK_REWARD (0): the reward of a sample Arbiter could not score (always flagged).
-- ARBITER_LOG_KEYS (none): gateway logs to pass on beside the fixed set (trainer/keys.py),
+- ARBITER_LOG_KEYS (none): gateway logs to pass on beside the fixed set (keys.py),
   comma-separated, e.g. `component/correct,math/boxed`.
 - ARBITER_AUTH_TOKEN (none): the gateway's bearer token, when it requires one.
 - TLS to a gateway serving it (`gateway.tls`): ARBITER_GATEWAY_CA_FILE (the CA bundle its

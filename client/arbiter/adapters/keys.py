@@ -4,7 +4,7 @@ Trainers merge per-sample logs by key and assume every sample has the first one'
 (veRL's reward loop raises KeyError otherwise; OpenRLHF's extra_logs must line up). The
 gateway's own key set depends on its config and is unknown to a worker that never reached
 it, so the adapters answer a fixed set instead: the status one-hot, the unreachable flag,
-the cache flag and the emergence statistics (under default emergence settings), plus what
+the cache flag and the text statistics (under default settings: arbiter/logkeys.py), plus what
 ARBITER_LOG_KEYS adds. A key the gateway did not send is 0; any other gateway key is dropped.
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from arbiter.contract import CACHED_KEY, STATUS_KEYS
-from services.common.settings import EmergenceSettings
-from services.textstats.emergence import EmergenceStats
+from arbiter.logkeys import DEFAULT_TEXT_STAT_KEYS
 
 # 1 when the adapter answered without reaching the gateway (the reward is the fallback).
 UNREACHABLE_KEY = "trainer/unreachable"
@@ -23,7 +22,7 @@ BASE_KEYS: tuple[str, ...] = (
     *STATUS_KEYS.values(),
     UNREACHABLE_KEY,
     CACHED_KEY,
-    *EmergenceStats(EmergenceSettings()).keys,
+    *DEFAULT_TEXT_STAT_KEYS,
 )
 
 

@@ -4,7 +4,7 @@ Rollout actors call reward functions from many threads at once (OpenRLHF runs
 `reward_func` through asyncio.to_thread, veRL on a thread pool); a sync gRPC channel is
 thread-safe and multiplexes them all over one HTTP/2 connection.
 
-Outage policy (trainer/settings.py): a call that finds the gateway unreachable retries with
+Outage policy (settings.py): a call that finds the gateway unreachable retries with
 a logged, capped back-off for at most ARBITER_GATEWAY_WAIT_S, then answers flagged
 fallbacks (`status/upstream_error = 1`, `trainer/unreachable = 1`, reward
 ARBITER_FALLBACK_REWARD). Once one call's wait ran out the connection is marked down and
@@ -13,7 +13,7 @@ an outage costs a batch one wait, not one wait per sample. A gateway that is rea
 slower than ARBITER_GATEWAY_TIMEOUT_S gives `status/timeout` fallbacks, not a retry that
 would double the stall. Never an exception that leaves the trainer without a reward.
 
-Every result comes back with exactly the adapters' key set (trainer/keys.py).
+Every result comes back with exactly the adapters' key set (keys.py).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from collections.abc import Sequence
 
 import grpc
 
+from arbiter.adapters.keys import UNREACHABLE_KEY, adapter_keys, project
+from arbiter.adapters.settings import AdapterSettings
 from arbiter.contract import STATUS_KEYS, Result, Sample, ScoreRequest, Status
 from arbiter.protoconv import request_to_pb, response_from_pb
 from arbiter.tls import grpc_channel_credentials, grpc_channel_options
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from trainer.keys import UNREACHABLE_KEY, adapter_keys, project
-from trainer.settings import AdapterSettings
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class GatewayConnection:
             ("grpc.min_reconnect_backoff_ms", 200),
             ("grpc.max_reconnect_backoff_ms", 2_000),
         ]
-        if settings.tls is not None:  # ARBITER_GATEWAY_CA_FILE & co. (trainer/settings.py)
+        if settings.tls is not None:  # ARBITER_GATEWAY_CA_FILE & co. (settings.py)
             self._channel = grpc.secure_channel(
                 settings.target,
                 grpc_channel_credentials(settings.tls),
@@ -167,7 +167,7 @@ _connection: GatewayConnection | None = None
 
 
 def connection() -> GatewayConnection:
-    """The process's connection, made on first use from the environment (trainer/settings.py)."""
+    """The process's connection, made on first use from the environment (settings.py)."""
     global _connection
     with _lock:
         if _connection is None:
