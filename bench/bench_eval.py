@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.math import MathConfig, MathGrader
 
 

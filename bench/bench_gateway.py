@@ -35,8 +35,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_math import make_workload  # noqa: E402
 
-from services.common.contract import Sample  # noqa: E402
-from services.common.grader import Grader  # noqa: E402
+from arbiter.contract import Sample  # noqa: E402
+from services.scoring.grader import Grader  # noqa: E402
 from testkit.procs import ServiceProcess, free_port, percentile  # noqa: E402
 
 BATCH = 64

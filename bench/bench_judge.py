@@ -26,12 +26,12 @@ from pathlib import Path
 
 import orjson
 
-from services.common.contract import Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import Sample, Status
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.rubrics import ScoreModelRubric
-from services.judge_proxy.service import build_grader
 from services.judge_proxy.settings import JudgeServiceSettings, UpstreamSettings
+from services.scoring.engine import ScoringEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -80,7 +80,7 @@ class MLPReward:
 
 
 def make_kit_grader(workload: str) -> object:
-    from services.common.contract import GraderInfo, Result, Sample
+    from arbiter.contract import GraderInfo, Result, Sample
     from services.reward_rules.format_rules import FormatGrader
 
     if workload == "format":
@@ -117,7 +117,7 @@ def serve_baseline(workload: str, port: int) -> None:
     """OpenRLHF serve_rm.py's shape: score each request synchronously inside the handler."""
     import uvicorn
 
-    from services.common.contract import Sample
+    from arbiter.contract import Sample
     from services.reward_rules.format_rules import FormatGrader
 
     app = FastAPI()
@@ -149,8 +149,8 @@ def serve_baseline(workload: str, port: int) -> None:
 
 
 def serve_kit(workload: str, port: int) -> None:
-    from services.common.server import GraderServer, run_until_signalled
     from services.common.settings import CacheSettings, ServerSettings
+    from services.transports.server import GraderServer, run_until_signalled
 
     settings = ServerSettings(host="127.0.0.1", http_port=port, grpc_port=-1)
     if workload == "mlp":  # one forward at a time uses the model best, as a GPU server would

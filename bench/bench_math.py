@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.math import MathConfig, MathGrader
 from testkit.procs import percentile
 

@@ -68,10 +68,10 @@ def make_queries(count: int, min_words: int, max_words: int, seed: int = 0) -> l
 
 def serve_service(checkpoint: str, port: int, token_budget: int) -> None:
     overrides = json.loads(os.environ.get("BENCH_RM_SERVICE", "{}"))  # device, dtype, backend
-    from services.common.server import GraderServer, run_until_signalled
     from services.common.settings import CacheSettings
-    from services.reward_rm.service import build_grader
+    from services.reward_rm.build import build_grader
     from services.reward_rm.settings import RMServiceSettings
+    from services.transports.server import GraderServer, run_until_signalled
 
     settings = RMServiceSettings(
         host="127.0.0.1", http_port=port, grpc_port=-1, checkpoint=checkpoint, token_budget=token_budget

@@ -10,7 +10,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   exit 1
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-want="$(cat pyproject.toml scripts/test-peers.txt | sha256sum | cut -c1-16) ${extras}"
+want="$(cat pyproject.toml client/pyproject.toml scripts/test-peers.txt | sha256sum | cut -c1-16) ${extras}"
 stamp=.venv/.arbiter-installed
 if [ -f "$stamp" ]; then
   have="$(cat "$stamp")"
@@ -26,10 +26,11 @@ if [ -f "$stamp" ]; then
   fi
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
+# The services (.) and the contract they import (client/: the arbiter-client distribution).
 if [ -n "$extras" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[${extras}]"
+  .venv/bin/python -m pip install --quiet -e ./client -e ".[${extras}]"
 else
-  .venv/bin/python -m pip install --quiet -e .
+  .venv/bin/python -m pip install --quiet -e ./client -e .
 fi
 case ",$extras," in
   *,dev,*) grep -v '^#' scripts/test-peers.txt | xargs .venv/bin/python -m pip install --quiet --no-deps ;;

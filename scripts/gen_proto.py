@@ -1,7 +1,8 @@
 """Regenerate the committed gRPC code from proto/ (run: python scripts/gen_proto.py).
 
 The generated package `arbiter.v1` mirrors the protobuf package name, so the
-generated imports (`from arbiter.v1 import reward_pb2`) work without rewriting.
+generated imports (`from arbiter.v1 import reward_pb2`) work without rewriting. It lives in
+the arbiter-client distribution: client/arbiter/v1 (PACKAGE_ROOT).
 tests/test_proto_drift.py regenerates into a temp dir and fails on any difference.
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
+PACKAGE_ROOT = ROOT / "client"  # where the `arbiter` package lies
 PROTOS = ["arbiter/v1/reward.proto"]
 GENERATED = ["reward_pb2.py", "reward_pb2.pyi", "reward_pb2_grpc.py"]
 
@@ -35,7 +37,7 @@ def generate(out_dir: Path) -> list[Path]:
 
 
 def main() -> int:
-    for path in generate(ROOT):
+    for path in generate(PACKAGE_ROOT):
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
 

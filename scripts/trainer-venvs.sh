@@ -4,7 +4,9 @@
 # Each framework gets its own venv because their pins conflict (veRL 0.9.1 needs
 # transformers < 5.11, TRL 1.16 pulls 5.24). torch==2.13.0 goes in first, alone: that takes the
 # CPU wheel lying on this machine's disk; an unpinned torch would pull a multi-GB CUDA build.
-# Arbiter itself (base dependencies only) and pytest join each venv, so the tests run inside it.
+# The adapters (client/: the arbiter-client distribution a trainer installs), Arbiter's services
+# (base dependencies only: the tests start a gateway from them) and pytest join each venv, so the
+# tests run inside it.
 # A stamp makes a second run with the same pins a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,7 @@ declare -A PINS=(
 make_venv() {
   local name="$1" dir=".venv-$1"
   local want
-  want="$(printf '%s\n' "$TORCH" "${PINS[$name]}" "${TESTING[@]}" | cat - pyproject.toml | sha256sum | cut -c1-16)"
+  want="$(printf '%s\n' "$TORCH" "${PINS[$name]}" "${TESTING[@]}" | cat - pyproject.toml client/pyproject.toml | sha256sum | cut -c1-16)"
   if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$want" ]; then
     echo "$dir: up to date"
     return
@@ -33,8 +35,8 @@ make_venv() {
   "$dir/bin/python" -m pip install --quiet "$TORCH"
   # shellcheck disable=SC2086  # PINS entries are word lists on purpose
   "$dir/bin/python" -m pip install --quiet "$TORCH" ${PINS[$name]} "${TESTING[@]}"
-  # Arbiter's base dependencies, without touching what the framework pinned.
-  "$dir/bin/python" -m pip install --quiet "$TORCH" -e .
+  # The client and Arbiter's base dependencies, without touching what the framework pinned.
+  "$dir/bin/python" -m pip install --quiet "$TORCH" -e ./client -e .
   "$dir/bin/python" -m pip check >&2 || echo "$dir: pip check reports conflicts (above)" >&2
   echo "$want" >"$dir/.stamp"
 }

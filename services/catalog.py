@@ -10,14 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.common.engine import Observer, ScoringEngine, assemble_engine
-from services.common.grader import Grader
 from services.common.settings import ServerSettings
-from services.settings import ArbiterSettings
+from services.scoring.engine import Observer, ScoringEngine, assemble_engine
+from services.scoring.grader import Grader
+from services.settings_tree import ArbiterSettings
 
 if TYPE_CHECKING:  # the HTTP/gRPC stack loads only to serve: `arbiter score` starts without it
     from services.common.fleet import Fleet
-    from services.common.server import GraderServer
+    from services.transports.server import GraderServer
 
 Peers = Mapping[str, ScoringEngine]
 
@@ -47,7 +47,7 @@ def _extensions(name: str, settings: ArbiterSettings) -> list[Any]:
 
 
 def _reward_rules() -> ServiceSpec:
-    from services.reward_rules import service as rules
+    from services.reward_rules import build as rules
 
     return ServiceSpec(
         name="reward_rules",
@@ -67,7 +67,7 @@ def _fusion_router(grader: Grader) -> Any:
 
 
 def _judge_proxy() -> ServiceSpec:
-    from services.judge_proxy import service as judge
+    from services.judge_proxy import build as judge
 
     return ServiceSpec(
         name="judge_proxy",
@@ -80,7 +80,7 @@ def _judge_proxy() -> ServiceSpec:
 
 
 def _reward_rm() -> ServiceSpec:
-    from services.reward_rm import service as rm
+    from services.reward_rm import build as rm
 
     return ServiceSpec(
         name="reward_rm",
@@ -189,7 +189,7 @@ def named_engine(name: str, settings: ArbiterSettings) -> ScoringEngine:
 
 
 def build_gateway_grader(settings: ArbiterSettings, peers: Peers) -> Grader:
-    from services.gateway.service import build_gateway
+    from services.gateway.build import build_gateway
 
     return build_gateway(
         settings.gateway,
@@ -203,7 +203,7 @@ def make_server(
     name: str, settings: ArbiterSettings, peers: Peers | None = None, fleet: Fleet | None = None
 ) -> GraderServer:
     """Service `name` ready to start; with a `fleet`, as one of several workers on its ports."""
-    from services.common.server import GraderServer
+    from services.transports.server import GraderServer
 
     spec = service(name)
     scope = fleet.scoped(name) if fleet is not None else None

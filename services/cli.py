@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from services.settings import ArbiterSettings
+    from services.settings_tree import ArbiterSettings
 
 # catalog.SERVICES, named here so that loading the CLI loads no service (tests/test_cli.py checks)
 SERVICE_NAMES = ("reward_rules", "judge_proxy", "reward_rm", "gateway")
@@ -39,7 +39,7 @@ ConfigOption = Annotated[
 
 def _settings(config: Path | None) -> ArbiterSettings:
     from services.common.logs import configure_logging
-    from services.settings import load
+    from services.settings_tree import load
 
     try:
         settings = load(config)
@@ -75,8 +75,8 @@ def serve(
     ] = None,
 ) -> None:
     """Start services in this process (all of them by default) on embedded defaults."""
-    from services import serving
-    from services.common.auth import AuthConfigError  # gRPC loads only to serve
+    from services import launch
+    from services.transports.auth import AuthConfigError  # gRPC loads only to serve
 
     settings = _settings(config)
     if workers is not None:
@@ -87,14 +87,14 @@ def serve(
         serve_until_signalled(config, ray_address, host)
         return
     try:
-        names, skipped = serving.runnable(settings, services)
-    except serving.UnknownServiceError as exc:
+        names, skipped = launch.runnable(settings, services)
+    except launch.UnknownServiceError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from exc
     for name, reason in skipped.items():
         err.print(f"{name} skipped: {escape(reason)}")
 
-    def announce(servers: Sequence[serving.Served]) -> None:
+    def announce(servers: Sequence[launch.Served]) -> None:
         for s in servers:
             info = s.info
             err.print(
@@ -105,7 +105,7 @@ def serve(
         err.print("press Ctrl+C to stop")
 
     try:
-        serving.run(serving.serve(settings, names, host, announce))
+        launch.run(launch.serve(settings, names, host, announce))
     except (OSError, AuthConfigError) as exc:
         err.print(f"[red]cannot start:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc
@@ -167,12 +167,12 @@ def score(
     from services import catalog
     from services.evaluate.columns import ColumnMap
     from services.evaluate.job import ScoreSource, score_job
-    from services.evaluate.outfiles import UnsafeOutput
-    from services.evaluate.outputs import default_report_path, default_summary_path
     from services.evaluate.readers import InputError, detect_format
     from services.evaluate.runner import RunConflict, RunPlan
     from services.evaluate.scorers import ScoringAborted
-    from services.serving import run
+    from services.evaluate.summary import default_report_path, default_summary_path
+    from services.evaluate.targets import UnsafeOutput
+    from services.launch import run
 
     settings = _settings(config)
     if url is None and catalog.owner(grader) is None:
@@ -226,7 +226,7 @@ def compare(
     json_path: Annotated[Path | None, typer.Option("--json", help="write the differences as JSON")] = None,
 ) -> None:
     """Print (and plot) how RUN_B differs from RUN_A: overall and per datasource."""
-    from services.evaluate.compare import run_compare
+    from services.evaluate.compare_runs import run_compare
 
     try:
         run_compare(run_a, run_b, Console(), html, json_path)
@@ -246,8 +246,8 @@ def check(
     timeout: Annotated[float, typer.Option(help="seconds")] = 60.0,
 ) -> None:
     """Send one probe sample the way the trainer will; print the verdict, latency and extra_logs."""
+    from services.launch import run
     from services.probe import probe
-    from services.serving import run
 
     report = run(probe(url, prompt, response, label, timeout))
     report.print(err)
@@ -279,27 +279,26 @@ def rm_eval(
     config: ConfigOption = None,
 ) -> None:
     """Pairwise accuracy of the reward model (chosen strictly above rejected), overall and per subset."""
-    from services.evaluate.outfiles import UnsafeOutput
-    from services.reward_rm.rm_eval import check_rm_eval_files, rm_eval_command
+    from services.evaluate.rm_eval import PairsJob, check_rm_eval_files, rm_eval_command
+    from services.evaluate.targets import UnsafeOutput
 
-    try:
-        check_rm_eval_files(input_path, output, summary, overwrite)
-    except UnsafeOutput as exc:
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from exc
-    report = rm_eval_command(
+    job = PairsJob(
         input_path,
-        checkpoint=checkpoint,
-        config=config,
         prompt_key=prompt_key,
         chosen_key=chosen_key,
         rejected_key=rejected_key,
         subset_key=subset_key,
         batch_pairs=batch,
         output=output,
-        json_summary=summary,
+        summary=summary,
         overwrite=overwrite,
     )
+    try:
+        check_rm_eval_files(job)
+    except UnsafeOutput as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from exc
+    report = rm_eval_command(job, checkpoint=checkpoint, config=config)
     if report.overall.pairs == 0:
         raise typer.Exit(1)
 

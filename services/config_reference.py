@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 
 _INDENT = "  "
 

@@ -11,8 +11,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from services.common.client import ArbiterClient, ArbiterClientError
-from services.common.contract import Sample
+from arbiter.client import ArbiterClient, ArbiterClientError
+from arbiter.contract import Sample
 
 
 @dataclass

@@ -11,7 +11,7 @@ replica sees batches, and Serve's router spreads them over replicas by queue len
     serve run deploy/ray_serve.yaml               # Serve's own CLI (config: deploy/ray_serve.yaml)
     arbiter serve --ray [--config arbiter.yaml]   # the same app, options from deploy/ray_serve.yaml
 
-It lives in services/ (a way to host the services, beside serving.py for one process), so the CLI
+It lives in services/ (a way to host the services, beside launch.py for one process), so the CLI
 imports nothing from deploy/; deploy/ray_serve.yaml names it by import path.
 """
 
@@ -34,13 +34,13 @@ from ray.exceptions import RayError
 from ray.serve import Deployment
 from ray.serve.handle import DeploymentHandle
 
+from arbiter.contract import GraderInfo, Result, Sample
 from services import catalog
-from services.common.contract import GraderInfo, Result, Sample
-from services.common.http_app import ASGIApp, build_http_app
 from services.gateway.backends import BackendError
 from services.gateway.grader import GatewayGrader
 from services.gateway.stats import RollingStats
-from services.settings import ArbiterSettings, load
+from services.settings_tree import ArbiterSettings, load
+from services.transports.http_app import ASGIApp, build_http_app
 
 log = logging.getLogger(__name__)
 
@@ -258,8 +258,9 @@ def fit_to_cluster(
 
 
 def runtime_env() -> dict[str, Any]:
-    """Workers import `services.ray_serve` by name: put this checkout on their path."""
-    paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    """Workers import `services.ray_serve` by name: put this checkout (the services, and the
+    contract's package in client/) on their path."""
+    paths = [str(REPO_ROOT), str(REPO_ROOT / "client"), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.server import GraderServer
+from services.transports.server import GraderServer
 from testkit.procs import start_redis
 from tests.helpers import free_port, rules_grader, server_settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from services.common.contract import GraderInfo, Result, Sample, Status
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.common.settings import ServerSettings
 from services.reward_rules.dispatch import RulesGrader
 from services.reward_rules.format_rules import FormatGrader

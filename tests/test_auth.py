@@ -7,10 +7,10 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.common.auth import AuthConfigError
-from services.common.client import ArbiterClient, ArbiterClientError
-from services.common.contract import Sample
-from services.common.server import GraderServer
+from arbiter.client import ArbiterClient, ArbiterClientError
+from arbiter.contract import Sample
+from services.transports.auth import AuthConfigError
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 TOKEN = "s3cret-token"

@@ -11,7 +11,7 @@ import pytest
 
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.server import GraderServer
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 

@@ -7,13 +7,8 @@ import time
 
 import pytest
 
-from services.common.batcher import (
-    BatcherClosedError,
-    DeadlineExceededError,
-    MicroBatcher,
-    QueueFullError,
-)
 from services.common.settings import BatchSettings
+from services.scoring.batcher import BatcherClosedError, DeadlineExceededError, MicroBatcher, QueueFullError
 
 
 class Recorder:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from services.common.cache import MemoryCache, RedisCache, cache_key, make_cache
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.common.settings import CacheSettings
+from services.scoring.cache import MemoryCache, RedisCache, cache_key, make_cache
+from services.scoring.engine import ScoringEngine
 from testkit.procs import start_redis
 from tests.helpers import ScriptedGrader, free_port, server_settings
 

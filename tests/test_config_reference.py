@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from services.cli import app
 from services.config_reference import configuration_markdown, defaults_yaml
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.common.contract import GraderInfo, Result, Sample, ScoreRequest, Status
-from services.common.protoconv import (
+from arbiter.contract import GraderInfo, Result, Sample, ScoreRequest, Status
+from arbiter.protoconv import (
     request_to_pb,
     response_from_pb,
     response_to_pb,
@@ -29,7 +29,7 @@ def test_generated_code_matches_the_proto(tmp_path: Path, repo_root: Path) -> No
     spec.loader.exec_module(gen)
     fresh = gen.generate(tmp_path)
     for path in fresh:
-        committed = repo_root / "arbiter" / "v1" / path.name
+        committed = gen.PACKAGE_ROOT / "arbiter" / "v1" / path.name
         assert committed.exists(), f"{committed} missing: run python scripts/gen_proto.py"
         assert filecmp.cmp(path, committed, shallow=False), (
             f"{committed.name} is stale: run python scripts/gen_proto.py and commit the result"
@@ -84,7 +84,7 @@ def test_samples_are_strict() -> None:
 
 
 def test_a_label_nested_past_the_parsers_depth_is_not_json() -> None:
-    from services.common.contract import Sample
+    from arbiter.contract import Sample
 
     deep = '{"x":' + "[" * 100_000
     assert Sample(response="4", label=deep).label_json() is None  # not a RecursionError

@@ -20,12 +20,12 @@ import httpx
 import pytest
 import uvloop
 
-from services.common.batcher import BatcherClosedError, DeadlineExceededError, MicroBatcher
-from services.common.engine import ScoringEngine
-from services.common.http_app import Message, Receive, build_http_app, unless_disconnected
-from services.common.server import AsgiServer, GraderServer
 from services.common.settings import BatchSettings
-from services.judge_proxy.service import build_grader
+from services.judge_proxy.build import build_grader
+from services.scoring.batcher import BatcherClosedError, DeadlineExceededError, MicroBatcher
+from services.scoring.engine import ScoringEngine
+from services.transports.http_app import Message, Receive, build_http_app, unless_disconnected
+from services.transports.server import AsgiServer, GraderServer
 from tests.helpers import WatchedGrader, server_settings
 from tests.judge_proxy.fake_openai import FakeOpenAI
 from tests.judge_proxy.judges import judge_settings

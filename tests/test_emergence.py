@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from services.common.emergence import EmergenceStats, repeated_ngram_ratio, slug, strip_eos
+from arbiter.logkeys import slug
+from arbiter.openrlhf import strip_eos
 from services.common.settings import EmergenceSettings
+from services.textstats.emergence import EmergenceStats, repeated_ngram_ratio
 
 STATS = EmergenceStats(EmergenceSettings())
 

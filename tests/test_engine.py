@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from services.common.cache import MemoryCache
-from services.common.contract import Result, Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import Result, Sample, Status
 from services.common.settings import BatchSettings
+from services.scoring.cache import MemoryCache
+from services.scoring.engine import ScoringEngine
 from tests.helpers import ScriptedGrader, WatchedGrader, server_settings
 
 
@@ -107,7 +107,7 @@ async def test_every_result_carries_every_log_key() -> None:
 
 
 async def test_a_nondeterministic_grader_is_never_cached_or_shared() -> None:
-    from services.common.contract import GraderInfo
+    from arbiter.contract import GraderInfo
 
     class Sampled(ScriptedGrader):
         @property
@@ -144,7 +144,7 @@ async def test_a_graders_own_metrics_are_served_with_the_kits() -> None:
 async def test_v1_score_says_429_when_everything_was_shed() -> None:
     import httpx
 
-    from services.common.server import GraderServer
+    from services.transports.server import GraderServer
 
     settings = server_settings(batch=BatchSettings(max_queue=1, max_batch_size=1, max_concurrent_batches=1))
     async with (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.format_rules import (
     FormatGrader,
     FormatRulesSettings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.formula import Formula, FormulaError
+from services.scoring.formula import Formula, FormulaError
 
 
 def test_arithmetic_and_functions() -> None:

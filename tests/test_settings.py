@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from services.common.settings import SettingsError
-from services.settings import ArbiterSettings, load
+from services.settings_tree import ArbiterSettings, load
 
 
 def test_defaults_are_the_embedded_local_setup(monkeypatch: pytest.MonkeyPatch) -> None:

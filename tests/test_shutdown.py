@@ -15,8 +15,8 @@ from tests.helpers import ServiceProcess, free_port
 # A service whose grader takes a while, served by the real CLI entry point in its own process.
 SLOW_SERVICE = """
 import asyncio, sys
-from services.common.contract import GraderInfo, Result
-from services.common.server import GraderServer, run_until_signalled
+from arbiter.contract import GraderInfo, Result
+from services.transports.server import GraderServer, run_until_signalled
 from services.common.settings import ServerSettings
 
 class Slow:
@@ -38,7 +38,8 @@ def test_sigterm_finishes_requests_in_flight(tmp_path: Path) -> None:
     script.write_text(SLOW_SERVICE)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    paths = [str(Path(__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     service = ServiceProcess([sys.executable, str(script), str(port)], f"{url}/readyz", env=env)
 
     async def in_flight_then_sigterm() -> list[httpx.Response]:

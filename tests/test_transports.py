@@ -13,9 +13,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from services.common.client import ArbiterClient
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
+from arbiter.client import ArbiterClient
+from arbiter.contract import Sample, Status
+from services.transports.server import GraderServer
 from tests.helpers import ScriptedGrader, WatchedGrader, server_settings
 
 PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"

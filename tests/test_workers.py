@@ -24,7 +24,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.common.contract import Result, Sample, Status
+from arbiter.contract import Result, Sample, Status
 from services.common.fleet import merge_metrics
 from services.gateway.stats import RollingStats
 from testkit.openrlhf_client import post_all

@@ -1,1 +1,3 @@
-"""Training-side glue (OpenRLHF reward_func, veRL and TRL adapters)."""
+"""Training-side entry files and launch recipes. Not installed: the adapters themselves are the
+`arbiter.adapters` package of the arbiter-client distribution (client/); the files here are the
+paths a framework loads by file name."""

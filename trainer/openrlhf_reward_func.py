@@ -1,34 +1,9 @@
-"""OpenRLHF `reward_func` file: `--reward.remote_url /path/to/trainer/openrlhf_reward_func.py`.
+"""OpenRLHF's reward file: `--reward.remote_url /path/to/arbiter/trainer/openrlhf_reward_func.py`.
 
-OpenRLHF loads this file in every rollout actor and calls `reward_func(queries, prompts,
-labels)` (lists of length 1, through asyncio.to_thread). It sends the samples to the
-Arbiter gateway over one persistent gRPC channel per process (address in ARBITER_GATEWAY;
-settings in trainer/settings.py) and answers through the same OpenRLHF edge as the
-gateway's /get_reward (services/common/openrlhf.py), with the adapters' fixed log keys
-(trainer/keys.py) on every call, the gateway reachable or not. Needs `pip install arbiter`
-in the trainer's environment.
+OpenRLHF loads a file by path; the adapter is `arbiter.adapters.openrlhf_reward_func` from the
+arbiter-client distribution (`pip install ./client` in the trainer's environment).
 """
 
-from __future__ import annotations
+from arbiter.adapters.openrlhf_reward_func import reward_func
 
-from typing import Any
-
-from services.common.contract import STATUS_KEYS, Result, Status
-from services.common.openrlhf import OpenRLHFBatch
-from services.common.settings import DEFAULT_EOS_MARKERS
-from trainer.gateway import connection
-from trainer.keys import project
-
-
-def reward_func(queries: list[str], prompts: list[str], labels: list[Any]) -> dict[str, Any]:
-    gateway = connection()
-    batch = OpenRLHFBatch.parse({"query": queries, "prompts": prompts, "labels": labels}, DEFAULT_EOS_MARKERS)
-    scored = gateway.score(batch.samples)
-
-    def unusable(problem: str) -> Result:
-        logs = project({STATUS_KEYS[Status.INVALID_INPUT]: 1.0}, gateway.log_keys)
-        return Result(
-            reward=gateway.fallback_reward, score=0.0, status=Status.INVALID_INPUT, detail=problem, logs=logs
-        )
-
-    return batch.respond(scored, unusable, gateway.log_keys, exact=True)
+__all__ = ["reward_func"]

@@ -22,44 +22,16 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from arbiter.logkeys import DEFAULT_REFLECTION_KEYWORDS
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS
 from services.common.tls import TLSSettings
 from services.common.yamlconf import describe_errors
-
-DEFAULT_REFLECTION_KEYWORDS = (
-    "wait",
-    "actually",
-    "hmm",
-    "however",
-    "alternatively",
-    "let me reconsider",
-    "let me re-check",
-    "let me recheck",
-    "let me verify",
-    "let me check",
-    "double-check",
-    "on second thought",
-    "i made a mistake",
-    "re-evaluate",
-    "verify",
-)
 
 # How long this service's own clients keep an idle connection to a server it calls (vLLM, an LLM
 # judge): shorter than a uvicorn-served one keeps it (vLLM, SGLang: 5 s), so a call never goes out
 # on a connection the server is closing (it fails: a batch of fallback rewards, a judge attempt
 # counted toward the breaker). A server that keeps connections longer costs a new one after 2 s idle.
 UPSTREAM_KEEPALIVE_S = 2.0
-
-# Text forms of end-of-sequence tokens as OpenRLHF decodes them (special tokens kept).
-DEFAULT_EOS_MARKERS = (
-    "</s>",
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<｜end▁of▁sentence｜>",
-)
 
 
 class BatchSettings(BaseModel):
@@ -82,7 +54,7 @@ class ServerSettings(BaseModel):
         default="",
         description="env var holding a bearer token; when set, all but /healthz and /readyz require it",
     )
-    # What one HTTP client may hold before its request reaches the app (services/common/httpguard.py).
+    # What one HTTP client may hold before its request reaches the app (services/transports/httpguard.py).
     max_header_bytes: int = Field(
         default=64 * 1024, ge=1024, description="request line + headers; 431 beyond"
     )
@@ -141,7 +113,7 @@ class _SectionEnvSource(EnvSettingsSource):
 
 
 class KitSettings(BaseSettings):
-    """The settings every deployment has; services/settings.py adds one section per service."""
+    """The settings every deployment has; services/settings_tree.py adds one section per service."""
 
     model_config = SettingsConfigDict(env_prefix="ARBITER_", env_nested_delimiter="__", extra="forbid")
 

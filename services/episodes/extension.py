@@ -1,4 +1,4 @@
-"""Episodes as an extension of a served grader (services/common/extension.py).
+"""Episodes as an extension of a served grader (services/scoring/extension.py).
 
 The final answers of episodes are graded by the serving engine itself (`engine.score`): the
 service's graders, routing and recipes, its cache and deadlines. The sandboxed interpreters are
@@ -11,9 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from services.common.contract import Result, Sample
-from services.common.engine import ScoringEngine
-from services.common.extension import ExtensionFactory
+from arbiter.contract import Result, Sample
 from services.common.fleet import FleetScope
 from services.episodes.environments import ENVIRONMENTS, EnvironmentContext
 from services.episodes.interpreter import InterpreterPool
@@ -23,6 +21,8 @@ from services.episodes.nemo_gym.routes import nemo_gym_router
 from services.episodes.routing import EpisodeRouter
 from services.episodes.settings import EpisodeSettings
 from services.episodes.transports import episode_grpc_handler, episode_router
+from services.scoring.engine import ScoringEngine
+from services.scoring.extension import ExtensionFactory
 
 
 class EpisodesExtension:

@@ -46,10 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from services.episodes.settings import EpisodeSettings
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.reuse import RESET_TIMEOUT_S, ReusedSandboxes, _State
-from services.reward_rules.code.runner import HARNESS_PATH, PythonRunner
-from services.reward_rules.code.sandbox import (
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.reuse import RESET_TIMEOUT_S, ReusedSandboxes, _State
+from services.reward_rules.code.backends.bwrap.sandbox import (
     CPU_OVER,
     CPU_POLL_S,
     Limits,
@@ -57,6 +56,7 @@ from services.reward_rules.code.sandbox import (
     SandboxError,
     parse_frame,
 )
+from services.reward_rules.code.runner import HARNESS_PATH, PythonRunner
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from services.common.contract import (
+from arbiter.contract import (
     EpisodeFinishRequest,
     EpisodeFinishResponse,
     EpisodeStartRequest,

@@ -21,7 +21,7 @@ from typing import TypeVar
 import orjson
 from pydantic import BaseModel
 
-from services.common.contract import (
+from arbiter.contract import (
     EpisodeFinishRequest,
     EpisodeFinishResponse,
     EpisodeStartRequest,

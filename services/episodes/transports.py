@@ -1,7 +1,7 @@
 """The episode API on the served grader's two faces: HTTP routes and arbiter.v1.EpisodeService.
 
 HTTP: POST /v1/episodes/start, /v1/episodes/step, /v1/episodes/finish (JSON mirrors of the proto
-messages, the contract models of services/common/contract.py), GET /v1/episodes/stats. Both faces
+messages, the contract models of client/arbiter/contract.py), GET /v1/episodes/stats. Both faces
 go through the worker's EpisodeRouter, which sends each call to the worker holding it. A body
 that is not a valid request is a 422; everything about the episode itself is in the answer's
 `status`, with HTTP 200.
@@ -17,8 +17,7 @@ import orjson
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
-from arbiter.v1 import reward_pb2 as pb
-from services.common.contract import (
+from arbiter.contract import (
     EpisodeFinishRequest,
     EpisodeFinishResponse,
     EpisodeStartRequest,
@@ -27,6 +26,7 @@ from services.common.contract import (
     EpisodeStepResponse,
     Status,
 )
+from arbiter.v1 import reward_pb2 as pb
 from services.episodes.routing import EpisodeRouter
 
 EPISODE_SERVICE = pb.DESCRIPTOR.services_by_name["EpisodeService"].full_name

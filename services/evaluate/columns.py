@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.evaluate.readers import InputRow
 
 _METADATA_COLUMNS = ("finish_reason",)

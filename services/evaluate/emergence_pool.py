@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from services.common.contract import Sample
-from services.common.emergence import EmergenceStats
+from arbiter.contract import Sample
 from services.common.lifeline import die_with_parent
 from services.common.settings import EmergenceSettings
+from services.textstats.emergence import EmergenceStats
 
 _STATS: EmergenceStats | None = None  # the worker's own, built once by _init
 

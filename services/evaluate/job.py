@@ -10,12 +10,12 @@ from typing import Any
 
 from rich.console import Console
 
-from services.evaluate.metrics import Aggregate
-from services.evaluate.outputs import summarize, write_outputs
+from services.evaluate.passk import Aggregate
 from services.evaluate.runner import RunOutcome, RunPlan, check_score_files, run, run_scorer
 from services.evaluate.scorers import EngineScorer, RemoteScorer
+from services.evaluate.summary import summarize, write_outputs
 from services.evaluate.tables import print_summary
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from services.common.contract import GraderInfo
+from arbiter.contract import GraderInfo
 
 FORMAT_VERSION = 1
 

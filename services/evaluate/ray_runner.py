@@ -10,7 +10,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from services.common.contract import GraderInfo
+from arbiter.contract import GraderInfo
 from services.evaluate.columns import ColumnMap
 from services.evaluate.readers import InputRow
 from services.evaluate.runner import ChunkScorer
@@ -30,7 +30,7 @@ class ShardScorer:
             if self._scorer is None:
                 from services import catalog
                 from services.evaluate.scorers import EngineScorer
-                from services.settings import ArbiterSettings
+                from services.settings_tree import ArbiterSettings
 
                 settings = ArbiterSettings.model_validate_json(self.settings_json)
                 engine = catalog.named_engine(self.grader_name, settings)

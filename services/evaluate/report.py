@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from services.evaluate import plots
-from services.evaluate.metrics import Aggregate
-from services.evaluate.outfiles import write_text_atomic
+from services.evaluate.passk import Aggregate
+from services.evaluate.targets import write_text_atomic
 
 MAX_POINTS = 3000  # scatter points; more only blurs the picture and bloats the file
 

@@ -28,7 +28,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from services.common.contract import GraderInfo, Sample
+from arbiter.contract import GraderInfo, Sample
 from services.evaluate.columns import ColumnMap, group_of, to_sample
 from services.evaluate.manifest import (
     build_manifest,
@@ -38,8 +38,11 @@ from services.evaluate.manifest import (
     read_manifest,
     write_manifest,
 )
-from services.evaluate.metrics import Aggregate, read_records
-from services.evaluate.outfiles import (
+from services.evaluate.passk import Aggregate, read_records
+from services.evaluate.readers import Format, InputRow, count_rows, read_rows
+from services.evaluate.resumable_jsonl import AppendWriter, completed_rows, encode_plain
+from services.evaluate.scorers import Scorer
+from services.evaluate.targets import (
     Target,
     check_targets,
     first_json_line,
@@ -47,9 +50,6 @@ from services.evaluate.outfiles import (
     html_titled,
     json_object_with,
 )
-from services.evaluate.readers import Format, InputRow, count_rows, read_rows
-from services.evaluate.scorers import Scorer
-from services.evaluate.writer import AppendWriter, completed_rows, encode_plain
 
 ChunkScorer = Callable[[list[InputRow]], Awaitable[list[dict[str, Any]]]]
 

@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.common.settings import EmergenceSettings
 from services.evaluate.emergence_pool import EmergencePool
+from services.scoring.engine import ScoringEngine
 
 if TYPE_CHECKING:
-    from services.common.client import ArbiterClient
+    from arbiter.client import ArbiterClient
 
 T = TypeVar("T")
 
@@ -116,7 +116,7 @@ def _parts(samples: Sequence[Sample], size: int) -> list[Sequence[Sample]]:
 
 def client_for(url: str, timeout_s: float = 120.0) -> ArbiterClient:
     """`grpc://host:port` speaks gRPC; anything else is the service's HTTP base URL."""
-    from services.common.client import ArbiterClient  # httpx and grpc load only to score remotely
+    from arbiter.client import ArbiterClient  # httpx and grpc load only to score remotely
 
     if url.startswith("grpc://"):
         return ArbiterClient(grpc_target=url.removeprefix("grpc://"), timeout_s=timeout_s)

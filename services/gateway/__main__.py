@@ -1,5 +1,5 @@
 """`python -m services.gateway`: the gateway alone (graders in-process unless `services` names replicas)."""
 
-from services.serving import main
+from services.launch import main
 
 main("gateway")

@@ -18,10 +18,10 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from services.common.client import ArbiterClient, ArbiterClientError
-from services.common.contract import GraderInfo, Result, Sample
-from services.common.engine import ScoringEngine
-from services.common.tls import ClientTLS
+from arbiter.client import ArbiterClient, ArbiterClientError
+from arbiter.contract import GraderInfo, Result, Sample
+from arbiter.tls import ClientTLS
+from services.scoring.engine import ScoringEngine
 
 log = logging.getLogger(__name__)
 

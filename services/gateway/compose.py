@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.common.contract import NO_CACHE_KEY, Result, Status
-from services.common.formula import Formula, FormulaError
+from arbiter.contract import NO_CACHE_KEY, Result, Status
 from services.gateway.conditional import called_key
 from services.gateway.settings import RecipeSpec
+from services.scoring.formula import Formula, FormulaError
 
 DEGRADED_KEY = "gateway/degraded"
 

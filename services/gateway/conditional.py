@@ -28,7 +28,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.common.contract import RESERVED_LOG_KEYS, Result, Status
+from arbiter.contract import RESERVED_LOG_KEYS, Result, Status
 
 CALLED_SUFFIX = "/called"
 # Log prefixes the gateway writes itself: a decision log may not take one of their keys.

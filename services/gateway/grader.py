@@ -12,13 +12,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.gateway.backends import Backend
 from services.gateway.compose import DEGRADED_KEY, CompiledRecipe, component_keys
 from services.gateway.conditional import called_key, should_call
 from services.gateway.routing import RouteError, Router, implicit_component_name
 from services.gateway.settings import ComponentSpec, GatewayServiceSettings
+from services.scoring.grader import GraderBase, config_hash
 
 log = logging.getLogger(__name__)
 

@@ -36,11 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.common.cache import Cache
-from services.common.contract import Result, Sample, Status
-from services.common.engine import Observer, ScoringEngine
-from services.common.formula import Formula, FormulaError
-from services.common.grader import Grader
+from arbiter.contract import Result, Sample, Status
 from services.common.metrics import KitMetrics
 from services.common.settings import EmergenceSettings, ServerSettings
 from services.gateway import group_terms
@@ -48,6 +44,10 @@ from services.gateway.grader import COMPONENT_BUDGET, GatewayGrader
 from services.gateway.group_terms import GROUP_LOG_KEYS, GROUP_TERMS, INCOMPLETE_KEY, LEN, Member, Vote
 from services.gateway.routing import RouteError, datasource_of
 from services.gateway.settings import GatewayServiceSettings, RecipeSpec
+from services.scoring.cache import Cache
+from services.scoring.engine import Observer, ScoringEngine
+from services.scoring.formula import Formula, FormulaError
+from services.scoring.grader import Grader
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.contract import Sample
-from services.common.labels import LabelKind, label_kind
+from arbiter.contract import Sample
 from services.common.saferegex import BoundedPattern
 from services.gateway.settings import ComponentSpec, RecipeSpec, RouteSpec
+from services.scoring.labels import LabelKind, label_kind
 
 
 class RouteError(ValueError):

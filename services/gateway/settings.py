@@ -31,14 +31,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.common.formula import Formula
-from services.common.labels import LabelKind
+from arbiter.tls import ClientTLS
 from services.common.saferegex import check_pattern
 from services.common.settings import ServerSettings
-from services.common.tls import ClientTLS
 from services.gateway import conditional
 from services.gateway.conditional import Condition
 from services.gateway.group_terms import GROUP_TERMS, LEN
+from services.scoring.formula import Formula
+from services.scoring.labels import LabelKind
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Response
 
-from services.common.contract import Result, Sample, Status
+from arbiter.contract import Result, Sample, Status
 from services.common.fleet import WORKERS_HEADER, FleetScope
 from services.gateway.routing import datasource_of
 

@@ -18,12 +18,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.emergence import strip_eos
-from services.common.grader import SAMPLE_DEADLINES, GraderBase, config_hash
-from services.common.labels import REFERENCE_KEYS
+from arbiter.contract import GraderInfo, Result, Sample, Status
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS, strip_eos
 from services.common.offload import maybe_off_loop
-from services.common.settings import DEFAULT_EOS_MARKERS
 from services.judge_proxy.judge_cache import JudgeCache
 from services.judge_proxy.judging import JudgeFailure, RubricEvaluator, RubricOutcome, Tally
 from services.judge_proxy.length_bias import LengthCorrelation
@@ -32,6 +29,8 @@ from services.judge_proxy.parsing import PARSER_VERSION
 from services.judge_proxy.rubrics import Rubric
 from services.judge_proxy.settings import JudgeServiceSettings
 from services.judge_proxy.upstream import UpstreamPool
+from services.scoring.grader import SAMPLE_DEADLINES, GraderBase, config_hash
+from services.scoring.labels import REFERENCE_KEYS
 
 NAME = "judge"
 VERSION = "0.1.0"

@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import orjson
 
-from services.common.cache import Cache
-from services.common.contract import Result
+from arbiter.contract import Result
 from services.judge_proxy.metrics import JudgeMetrics
 from services.judge_proxy.upstream import ChatRequest, UpstreamError
+from services.scoring.cache import Cache
 
 KEY_SCHEME = "arbiter:judge:v1"
 Source = Literal["upstream", "cache", "coalesced"]

@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services.common.contract import Status
-from services.common.formula import Formula, FormulaError
+from arbiter.contract import Status
 from services.judge_proxy.fencing import cut_middle, final_only, overlong, shown
 from services.judge_proxy.judge_cache import JudgeCache, Verdict, request_key
 from services.judge_proxy.metrics import JudgeMetrics
@@ -49,6 +48,7 @@ from services.judge_proxy.rubrics import (
 from services.judge_proxy.settings import JudgeServiceSettings, RetrySettings, SamplingSettings
 from services.judge_proxy.templating import TemplateError, render
 from services.judge_proxy.upstream import MIN_ATTEMPT_S, ChatRequest, Completion, UpstreamError, UpstreamPool
+from services.scoring.formula import Formula, FormulaError
 
 
 class JudgeFailure(Exception):

@@ -5,7 +5,7 @@
 - `label_model`: the judge picks one of `labels`; `label_values` give each one's reward
   (default 1 for `passing_labels`, else 0).
 - `string_check`: compares two rendered strings; no judge call.
-- `multi`: named sub-rubrics combined by an arithmetic `formula` (services/common/formula.py).
+- `multi`: named sub-rubrics combined by an arithmetic `formula` (services/scoring/formula.py).
 
 A YAML file holds one rubric, a list of them, or `{rubrics: [...]}`.
 """
@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from services.common.formula import Formula
 from services.judge_proxy.parsing import VerdictFormat
 from services.judge_proxy.templating import validate
+from services.scoring.formula import Formula
 
 BUILTIN_PACKAGE = "services.judge_proxy.builtin_rubrics"
 

@@ -1,5 +1,5 @@
 """`python -m services.reward_rm`: this service alone (its own image, its own scaling)."""
 
-from services.serving import main
+from services.launch import main
 
 main("reward_rm")

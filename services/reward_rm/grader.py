@@ -22,8 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.reward_rm.backends.base import BackendError, RMBackend
 from services.reward_rm.backends.factory import make_backend
 from services.reward_rm.checkpoint import CheckpointError, CheckpointInfo, read_checkpoint
@@ -31,6 +30,7 @@ from services.reward_rm.inputs import Encoded, EncodedSteps, InputBuilder, load_
 from services.reward_rm.metrics import RMMetrics
 from services.reward_rm.settings import RMServiceSettings
 from services.reward_rm.steps import aggregate, first_bad
+from services.scoring.grader import GraderBase, config_hash
 
 # 1.1: the prompt stays in view past max_length; response text never becomes special tokens;
 # the chat template is applied by source.

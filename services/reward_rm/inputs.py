@@ -37,9 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.common.contract import Sample
-from services.common.openrlhf import EOS_TEXT_KEY, SOURCE_KEY
-from services.common.settings import DEFAULT_EOS_MARKERS
+from arbiter.contract import Sample
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS, EOS_TEXT_KEY, SOURCE_KEY
 from services.reward_rm.settings import RMServiceSettings
 from services.reward_rm.steps import split_steps
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import Grader, GraderBase, config_hash
-from services.common.labels import label_kind
+from arbiter.contract import GraderInfo, Result, Sample, Status
+from services.scoring.grader import Grader, GraderBase, config_hash
+from services.scoring.labels import label_kind
 
 VERSION = "0.1.0"
 

@@ -22,12 +22,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.emergence import strip_eos
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS, strip_eos
 from services.common.offload import maybe_off_loop
-from services.common.settings import DEFAULT_EOS_MARKERS
-from services.common.textscan import pair_contents, token_stats, tokens
+from services.scoring.grader import GraderBase, config_hash
+from services.textstats.textscan import pair_contents, token_stats, tokens
 
 VERSION = "1.1.0"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.common.auth import PathTokenRouter
-from services.common.grader import Grader
-from services.common.http_app import unless_disconnected
 from services.reward_rules.code.run_code import FusionRunner, RunCodeRequest, code_grader_of, sandbox_error
+from services.scoring.grader import Grader
+from services.transports.auth import PathTokenRouter
+from services.transports.http_app import unless_disconnected
 
 
 def caller_of(request: Request) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from services.common.server import AsgiServer
+from services.transports.server import AsgiServer
 from tests.judge_proxy.fake_openai import FakeOpenAI
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from services.common.engine import ScoringEngine
-from services.common.http_app import build_http_app
 from services.common.settings import KitSettings, load_settings
 from services.gateway.stats import RollingStats
-from services.settings import ArbiterSettings
+from services.scoring.engine import ScoringEngine
+from services.settings_tree import ArbiterSettings
+from services.transports.http_app import build_http_app
 from tests.helpers import ScriptedGrader, server_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,12 +21,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from arbiter.client import ArbiterClient, ArbiterClientError
+from arbiter.contract import Sample, Status
+from arbiter.tls import ClientTLS
 from services import catalog
-from services.common.client import ArbiterClient, ArbiterClientError
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
-from services.common.tls import ClientTLS
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,8 +256,8 @@ async def test_gateway_reaches_remote_replicas_over_mutual_tls(mtls_server: Grad
 
 
 async def test_trainer_adapter_over_tls(tls_server: GraderServer, pki: Pki) -> None:
-    from trainer.gateway import GatewayConnection
-    from trainer.settings import AdapterSettings
+    from arbiter.adapters.gateway import GatewayConnection
+    from arbiter.adapters.settings import AdapterSettings
 
     env = {"ARBITER_GATEWAY": tls_server.grpc_target, "ARBITER_GATEWAY_CA_FILE": str(pki.ca)}
     settings = AdapterSettings.from_env(env)

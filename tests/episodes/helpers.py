@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import Grader
-from services.common.server import GraderServer
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.episodes.extension import EpisodesExtension, episodes
 from services.episodes.settings import EpisodeSettings
+from services.scoring.grader import Grader
+from services.transports.server import GraderServer
 from tests.helpers import server_settings
 
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.settings import load
+from services.settings_tree import load
 from tests.trainer.openrlhf_cli import parse_train_ppo_ray
 from tests.trainer.test_recipes import RECIPES, recipe_argv
 

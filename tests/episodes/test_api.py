@@ -9,11 +9,11 @@ import grpc
 import httpx
 import pytest
 
+from arbiter.contract import EpisodeStepRequest
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
-from services.common.contract import EpisodeStepRequest
-from services.common.server import GraderServer
 from services.episodes.extension import episodes
+from services.transports.server import GraderServer
 from tests.episodes.helpers import BoxedGrader, Episode, episode_settings, extension, served
 from tests.helpers import free_port, server_settings
 

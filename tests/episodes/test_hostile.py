@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.common.contract import EpisodeStartRequest, Status
+from arbiter.contract import EpisodeStartRequest, Status
 from tests.episodes.helpers import Episode, episode_settings, extension, served
 
 

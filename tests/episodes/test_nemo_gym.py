@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.contract import Result, Sample, Status
-from services.common.server import GraderServer
+from arbiter.contract import Result, Sample, Status
 from services.episodes.nemo_gym.metrics import aggregate
 from services.episodes.nemo_gym.sessions import COOKIE
+from services.transports.server import GraderServer
 from tests.episodes.helpers import BoxedGrader, episode_settings, served
 
 

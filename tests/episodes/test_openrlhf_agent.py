@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Status
+from arbiter.contract import Status
 from testkit.tiny_checkpoints import build_tokenizer
 from tests.episodes.helpers import extension, served
 from tests.helpers import free_port
@@ -41,7 +41,17 @@ def load_agent_file(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> typ
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert issubclass(module.AgentExecutor, base.AgentExecutorBase)
+    # The adapter behind the file is imported once per process, as in a rollout actor: a fresh
+    # actor's (absent) client, so this test's environment is the one it reads.
+    monkeypatch.setattr(importlib.import_module("arbiter.adapters.episode_client"), "_clients", {})
     return module
+
+
+def agent_keys() -> list[str]:
+    """The adapter's fixed key set, read once the agent file has loaded it (after OpenRLHF's own)."""
+    from arbiter.adapters.openrlhf_agent import AGENT_KEYS
+
+    return list(AGENT_KEYS)
 
 
 @dataclass
@@ -129,7 +139,7 @@ async def test_openrlhf_runs_python_tool_episodes_against_arbiter(
         assert "<output>\n40\n</output>" in tokenizer.decode(wrong["observation_tokens"])
         assert direct["reward"] == 1.0 and len(direct["action_ranges"]) == 1
         for output in (right, wrong, direct):
-            assert list(output["extra_logs"]) == list(module.AGENT_KEYS)  # the fixed key set
+            assert list(output["extra_logs"]) == agent_keys()  # the fixed key set
             assert output["extra_logs"]["status/ok"] == 1 and output["extra_logs"]["trainer/unreachable"] == 0
         assert extension(server).manager.open == {}  # every episode finished, its interpreter freed
         assert extension(server).interpreters().live == 0
@@ -161,7 +171,7 @@ async def test_an_unreachable_service_gives_flagged_fallbacks(
     (output,) = await run_episodes(module, engine, tokenizer, [("Anyone there?", "1")])
     assert output["reward"] == -1.0 and output["scores"] == 0.0
     logs = output["extra_logs"]
-    assert list(logs) == list(module.AGENT_KEYS)
+    assert list(logs) == agent_keys()
     assert logs["trainer/unreachable"] == 1 and logs["status/upstream_error"] == 1
 
 
@@ -182,4 +192,4 @@ async def test_a_lost_episode_ends_flagged(monkeypatch: pytest.MonkeyPatch, toke
         (output,) = await run_episodes(module, engine, tokenizer, [("Lost?", "1")])
         logs = output["extra_logs"]
         assert logs["episode/lost"] == 1 and logs[f"status/{Status.GRADER_ERROR.value.lower()}"] == 1
-        assert output["reward"] == 0.0 and list(logs) == list(module.AGENT_KEYS)
+        assert output["reward"] == 0.0 and list(logs) == agent_keys()

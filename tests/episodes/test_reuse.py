@@ -9,8 +9,8 @@ import time
 
 import httpx
 
-from services.common.server import GraderServer
 from services.episodes.interpreter import InterpreterPool
+from services.transports.server import GraderServer
 from tests.episodes.helpers import Episode, episode_settings, extension, served
 
 # Everything an episode can leave behind in its sandbox, from its interpreter's process.

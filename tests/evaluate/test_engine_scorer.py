@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.common.cache import NullCache
-from services.common.contract import Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import Sample, Status
 from services.common.settings import KitSettings
 from services.evaluate.scorers import EngineScorer
+from services.scoring.cache import NullCache
+from services.scoring.engine import ScoringEngine
 from tests.evaluate.rows import math_rows, write_jsonl
 from tests.helpers import ScriptedGrader, server_settings
 
@@ -46,8 +46,8 @@ def test_each_grader_batch_gets_the_whole_deadline() -> None:
 
 
 def test_emergence_computed_beside_the_grader_equals_the_engines_own() -> None:
-    from services.common.cache import make_cache
-    from services.common.engine import ScoringEngine
+    from services.scoring.cache import make_cache
+    from services.scoring.engine import ScoringEngine
     from tests.helpers import rules_grader
 
     settings = KitSettings.model_validate({"cache": {"backend": "none"}})

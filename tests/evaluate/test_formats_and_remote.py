@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.common.server import GraderServer
 from services.reward_rules.math.grader import MathConfig, MathGrader
+from services.transports.server import GraderServer
 from tests.evaluate.rows import math_rows, write_jsonl
 from tests.helpers import server_settings
 

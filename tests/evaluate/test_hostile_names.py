@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from services.evaluate.compare import compare, print_comparison, render
+from services.evaluate.compare_runs import compare, print_comparison, render
 from services.evaluate.tables import print_summary
 from tests.evaluate.rows import math_rows, write_jsonl
 
@@ -84,7 +84,7 @@ def test_summary_table_from_a_real_run_prints_markup_as_text(tmp_path: Path) -> 
 
 
 def test_rm_eval_report_prints_subset_names_as_text() -> None:
-    from services.reward_rm.rm_eval import PairwiseReport
+    from services.evaluate.rm_eval import PairwiseReport
 
     report = PairwiseReport()
     for subset in PAYLOADS:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from services.evaluate.columns import ColumnMap
-from services.evaluate.metrics import Aggregate, default_ks, expected_majority, majority_correct, pass_at_k
+from services.evaluate.passk import Aggregate, default_ks, expected_majority, majority_correct, pass_at_k
 
 
 @pytest.mark.parametrize(("n", "c"), [(n, c) for n in (1, 2, 5, 8, 16) for c in range(n + 1)])

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from services.evaluate.outfiles import UnsafeOutput
-from services.reward_rm.rm_eval import check_rm_eval_files
+from services.evaluate.rm_eval import PairsJob, check_rm_eval_files
+from services.evaluate.targets import UnsafeOutput
 from tests.evaluate.rows import math_rows, write_jsonl
 
 ARBITER = [sys.executable, "-m", "services.cli"]
@@ -120,18 +120,18 @@ def test_rm_eval_never_writes_over_its_input_or_foreign_files(tmp_path: Path) ->
     foreign = tmp_path / "notes.jsonl"
     foreign.write_text('{"x": 1}\n')
     with pytest.raises(UnsafeOutput, match="not written by arbiter rm-eval"):
-        check_rm_eval_files(pairs, foreign, None, overwrite=True)
+        check_rm_eval_files(PairsJob(pairs, output=foreign, overwrite=True))
     own = tmp_path / "scored.jsonl"
     own.write_text(
         json.dumps({"line": 1, "subset": "s", "chosen_reward": 1, "rejected_reward": 0, "correct": True})
         + "\n"
     )
     with pytest.raises(UnsafeOutput, match="--overwrite"):
-        check_rm_eval_files(pairs, own, None, overwrite=False)
-    check_rm_eval_files(pairs, own, None, overwrite=True)
+        check_rm_eval_files(PairsJob(pairs, output=own, overwrite=False))
+    check_rm_eval_files(PairsJob(pairs, output=own, overwrite=True))
     os.symlink(foreign, tmp_path / "link.json")
     with pytest.raises(UnsafeOutput, match="symbolic link"):
-        check_rm_eval_files(pairs, None, tmp_path / "link.json", overwrite=True)
+        check_rm_eval_files(PairsJob(pairs, summary=tmp_path / "link.json", overwrite=True))
 
 
 def test_csv_fields_longer_than_pythons_default_limit_are_scored(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.evaluate.columns import ColumnMap
-from services.evaluate.metrics import Aggregate
+from services.evaluate.passk import Aggregate
 from services.evaluate.report import render
 from tests.evaluate.test_metrics import _record
 

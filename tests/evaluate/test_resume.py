@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from services.evaluate.writer import completed_rows
+from services.evaluate.resumable_jsonl import completed_rows
 from tests.evaluate.rows import math_rows, write_jsonl
 
 ARBITER = [sys.executable, "-m", "services.cli"]

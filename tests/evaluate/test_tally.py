@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from services.common.contract import GraderInfo
+from arbiter.contract import GraderInfo
 from services.evaluate.columns import ColumnMap
-from services.evaluate.metrics import Aggregate, aggregate
+from services.evaluate.passk import Aggregate, aggregate
 from services.evaluate.readers import InputRow
 from services.evaluate.runner import RunPlan, run
 

@@ -7,7 +7,7 @@ composed reward must not outlive the outage: the mark travels to the composed re
 
 from __future__ import annotations
 
-from services.common.contract import NO_CACHE_KEY, Result, Status
+from arbiter.contract import NO_CACHE_KEY, Result, Status
 from services.gateway.compose import CompiledRecipe
 from services.gateway.settings import ComponentSpec, RecipeSpec
 

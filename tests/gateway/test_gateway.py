@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
+from arbiter.client import ArbiterClient
+from arbiter.contract import Sample, Status
 from services import catalog
-from services.common.client import ArbiterClient
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
 from services.common.settings import CacheSettings
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.helpers import ScriptedGrader, free_port, rules_grader, server_settings
 
 GOOD = "<think>reasoning</think> The answer is \\boxed{4}"

@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
+from arbiter.client import ArbiterClient
+from arbiter.contract import Result, Sample
 from services import catalog
-from services.common.client import ArbiterClient
-from services.common.contract import Result, Sample
-from services.common.formula import Formula, FormulaError
-from services.common.server import GraderServer
 from services.gateway.group_terms import GROUP_LOG_KEYS, majority
-from services.settings import ArbiterSettings
+from services.scoring.formula import Formula, FormulaError
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 
 SHAPES = ("mixed", "equal", "dups")

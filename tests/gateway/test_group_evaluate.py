@@ -17,7 +17,7 @@ from services.evaluate.columns import ColumnMap
 from services.evaluate.readers import InputRow
 from services.evaluate.runner import _chunks, score_rows
 from services.evaluate.scorers import EngineScorer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from tests.gateway import group_reference as ref
 
 

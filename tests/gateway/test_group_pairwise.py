@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
+from arbiter.client import ArbiterClient
+from arbiter.contract import Result, Sample
 from services import catalog
-from services.common.client import ArbiterClient
-from services.common.contract import Result, Sample
-from services.common.server import GraderServer
 from services.gateway.group_recipes import preset
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 
 SIZES = (1, 2, 3, 5, 8)

@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from arbiter.client import ArbiterClient
+from arbiter.contract import Result, Sample
 from services import catalog
-from services.common.client import ArbiterClient
-from services.common.contract import Result, Sample
-from services.common.server import GraderServer
 from services.gateway.group_recipes import preset
 from services.gateway.group_terms import GROUP_LOG_KEYS
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.gateway.test_group import gateway_settings, get_reward
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive

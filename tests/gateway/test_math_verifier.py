@@ -14,11 +14,11 @@ import httpx
 import pytest
 import yaml
 
+from arbiter.contract import NO_CACHE_KEY, Result, Status
 from services import catalog
-from services.common.contract import NO_CACHE_KEY, Result, Status
 from services.gateway.compose import CompiledRecipe
 from services.gateway.settings import RecipeSpec, RemoteService
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 from tests.judge_proxy.fake_openai import directive
 from tests.judge_proxy.verifier_fake import FakeVerifier
 

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 import pytest
 
+from arbiter.contract import Result, Sample, Status
 from services.catalog import make_server
-from services.common.contract import Result, Sample, Status
 from services.gateway.backends import InProcessBackend
 from services.gateway.grader import GatewayGrader
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
 
 
 async def test_a_component_in_process_is_graded_without_a_second_engine_pass(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.grader import JudgeGrader
-from services.judge_proxy.service import build_grader
 from tests.judge_proxy.fake_openai import FakeOpenAI
 from tests.judge_proxy.judges import judge_settings
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import orjson
 
-from services.common.http_app import Receive, Scope, Send, read_body
-from services.common.server import AsgiServer
+from services.transports.http_app import Receive, Scope, Send, read_body
+from services.transports.server import AsgiServer
 
 DIRECTIVE = re.compile(r"<<fake:(\{.*?\})>>", re.DOTALL)
 FENCED = re.compile(r"<<<answer-(\w+)>>>\n(.*?)\n<<<end-answer-\1>>>", re.DOTALL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.judge_proxy.grader import JudgeGrader
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 

@@ -10,13 +10,13 @@ from collections.abc import Callable
 
 import pytest
 
-from services.common.cache import MemoryCache
-from services.common.contract import Sample, Status
-from services.common.engine import ScoringEngine
-from services.common.grader import SAMPLE_DEADLINES
+from arbiter.contract import Sample, Status
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.parsing import ParseError, Quotes, parse_label, parse_score
-from services.judge_proxy.service import build_grader
+from services.scoring.cache import MemoryCache
+from services.scoring.engine import ScoringEngine
+from services.scoring.grader import SAMPLE_DEADLINES
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 from tests.judge_proxy.judges import judge_settings
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.common.formula import Formula, FormulaError
 from services.judge_proxy.parsing import (
     ParseError,
     expected_value,
@@ -20,6 +19,7 @@ from services.judge_proxy.parsing import (
 from services.judge_proxy.rubrics import builtin_rubrics, load_rubrics, parse_rubrics
 from services.judge_proxy.settings import UpstreamSettings
 from services.judge_proxy.templating import TemplateError, render, validate
+from services.scoring.formula import Formula, FormulaError
 
 
 @pytest.mark.parametrize(

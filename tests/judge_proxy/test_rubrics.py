@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.judge_proxy.grader import JudgeGrader
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 

@@ -7,8 +7,8 @@ import time
 
 import httpx
 
-from services.common.server import GraderServer
-from services.judge_proxy.service import build_grader
+from services.judge_proxy.build import build_grader
+from services.transports.server import GraderServer
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 from tests.judge_proxy.judges import judge_settings
 

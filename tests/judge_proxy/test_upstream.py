@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.grader import JudgeGrader
-from services.judge_proxy.service import build_grader
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive
 from tests.judge_proxy.judges import judge_settings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.judge_proxy.grader import JudgeGrader
 from services.judge_proxy.parsing import ParseError, parse_label, parse_score
 from tests.judge_proxy.fake_openai import FakeOpenAI, directive

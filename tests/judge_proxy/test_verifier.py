@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.server import GraderServer
+from services.judge_proxy.build import build_grader
 from services.judge_proxy.fencing import tag_of
-from services.judge_proxy.service import build_grader
+from services.transports.server import GraderServer
 from tests.judge_proxy.fake_openai import directive
 from tests.judge_proxy.judges import judge_settings
 from tests.judge_proxy.verifier_fake import FakeVerifier

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from services.catalog import make_server
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.helpers import free_port, rules_grader, server_settings
 
 # Small limits, so that huge bodies and long sample lists reach them quickly.

@@ -87,7 +87,7 @@ def assert_openrlhf_reply(data: Any, samples: int) -> None:
 
 
 def is_openrlhf_shape(body: Any) -> bool:
-    """What services/common/openrlhf.py accepts: an object with a `query` list (prompts/labels lists)."""
+    """What client/arbiter/openrlhf.py accepts: an object with a `query` list (prompts/labels lists)."""
     if not isinstance(body, dict) or not isinstance(body.get("query"), list):
         return False
     return all(body.get(name) is None or isinstance(body[name], list) for name in ("prompts", "labels"))

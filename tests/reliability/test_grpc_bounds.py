@@ -12,7 +12,7 @@ import httpx
 
 from arbiter.v1 import reward_pb2 as pb
 from services.common.logs import MAX_REQUEST_ID
-from services.common.server import GraderServer
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 LOOSE = [("grpc.max_metadata_size", 1 << 26), ("grpc.absolute_max_metadata_size", 1 << 26)]

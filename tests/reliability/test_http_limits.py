@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.common.grader import Grader
-from services.common.server import GraderServer
+from services.scoring.grader import Grader
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 
@@ -137,8 +137,8 @@ async def test_the_rest_of_a_refused_body_is_not_read_as_the_next_requests_heade
 # A server in a process of its own, on the loop named by argv[1], printing its HTTP port.
 _SERVE_ALONE = """
 import asyncio, sys
-from services.common.grader import Grader
-from services.common.server import GraderServer
+from services.scoring.grader import Grader
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 async def main() -> None:

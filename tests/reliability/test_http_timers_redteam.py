@@ -1,4 +1,4 @@
-"""Red-team of the HTTP edge's timers (services/common/httpguard.py): the expiry grace, the
+"""Red-team of the HTTP edge's timers (services/transports/httpguard.py): the expiry grace, the
 keep-alive timer, and the bounds a hostile, pipelining or stalled client must still meet.
 
 The first three tests failed before the guard knew about early answers and pipelining.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from services.common.server import GraderServer
+from services.transports.server import GraderServer
 from tests.helpers import ScriptedGrader, rules_grader, server_settings
 from tests.reliability.test_http_limits import closed_within, served, served_alone, stopped
 

@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-import services.common.http_app as http_app
-from services.common.emergence import EmergenceStats
+import services.transports.http_app as http_app
 from services.common.offload import LARGE
-from services.common.server import GraderServer
 from services.reward_rules.format_rules import FormatGrader
+from services.textstats.emergence import EmergenceStats
+from services.transports.server import GraderServer
 from tests.helpers import rules_grader, server_settings
 
 
@@ -64,7 +64,7 @@ async def test_a_large_request_of_small_samples_leaves_the_loop(monkeypatch: pyt
     decision is now made by the request's (or batch's) size."""
     import grpc
 
-    import services.common.grpc_server as grpc_server
+    import services.transports.grpc_app as grpc_server
     from arbiter.v1 import reward_pb2 as pb
 
     threads: dict[str, list[str]] = {}
@@ -111,7 +111,7 @@ async def test_a_large_request_of_small_samples_leaves_the_loop(monkeypatch: pyt
 
 
 async def test_a_large_batch_of_small_samples_is_graded_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    from services.common.contract import Sample
+    from arbiter.contract import Sample
 
     threads: dict[str, list[str]] = {}
     monkeypatch.setattr(FormatGrader, "grade", _spy(threads, "grade", FormatGrader.grade))

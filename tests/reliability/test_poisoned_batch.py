@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from services.common.cache import MemoryCache
-from services.common.contract import NO_CACHE_KEY, GraderInfo, Result, Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import NO_CACHE_KEY, GraderInfo, Result, Sample, Status
+from services.scoring.cache import MemoryCache
+from services.scoring.engine import ScoringEngine
 from tests.helpers import ScriptedGrader, server_settings
 
 

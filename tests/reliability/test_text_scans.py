@@ -11,10 +11,11 @@ import re
 
 import pytest
 
-from services.common.contract import Sample
-from services.common.emergence import EmergenceStats
+from arbiter.contract import Sample
 from services.common.settings import EmergenceSettings
-from services.common.textscan import (
+from services.reward_rules.format_rules import FormatGrader, FormatRulesSettings
+from services.textstats.emergence import EmergenceStats
+from services.textstats.textscan import (
     REPETITION_WINDOW,
     chunks,
     has_pair,
@@ -23,7 +24,6 @@ from services.common.textscan import (
     tokens,
     words,
 )
-from services.reward_rules.format_rules import FormatGrader, FormatRulesSettings
 
 FLAGS = re.DOTALL | re.IGNORECASE
 
@@ -48,7 +48,7 @@ def test_scans_agree_with_the_lazy_regexes_they_replace(text: str) -> None:
 
 def test_unclosed_tags_cost_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """The old regexes read ~n^2/2 characters for n unclosed tags; the scans read each about once."""
-    import services.common.textscan as textscan
+    import services.textstats.textscan as textscan
 
     reads: list[int] = []
     real = textscan._tag
@@ -97,7 +97,7 @@ def test_token_stats_bounded_but_exact_for_ordinary_lengths() -> None:
 
 
 def test_keywords_across_slice_cuts_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import services.common.emergence as emergence
+    import services.textstats.emergence as emergence
 
     text = ("let me reconsider wait " * 40_000).strip()
     whole = EmergenceStats(EmergenceSettings()).compute(text)

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.common.server import AsgiServer
+from services.transports.server import AsgiServer
 from tests.reward_rm.reference import Reference
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
 from testkit.tiny_checkpoints import TinyCheckpoints, sentence

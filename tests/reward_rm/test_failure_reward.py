@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from services.common.contract import Sample, Status
-from services.common.engine import ScoringEngine
+from arbiter.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
+from services.scoring.engine import ScoringEngine
 from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 
 

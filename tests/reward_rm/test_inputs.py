@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rm.inputs import InputBuilder
 from services.reward_rm.settings import RMServiceSettings
 from testkit.tiny_checkpoints import CHAT_TEMPLATE, build_tokenizer

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
 from testkit.tiny_checkpoints import TinyCheckpoints
@@ -120,9 +120,8 @@ async def test_special_token_text_in_a_plain_prompt_does_not_switch_the_template
 async def test_repeated_eos_text_at_the_end_is_the_responses_text(tiny: TinyCheckpoints) -> None:
     """The kit strips every trailing EOS marker off an OpenRLHF query; the RM trusts the last one
     only (a rollout stops on one token): 20 `<|im_end|>` are 19 pieces of text and one stop."""
-    from services.common.contract import OpenRLHFRequest
-    from services.common.openrlhf import to_samples
-    from services.common.settings import DEFAULT_EOS_MARKERS
+    from arbiter.contract import OpenRLHFRequest
+    from arbiter.openrlhf import DEFAULT_EOS_MARKERS, to_samples
 
     prompt = QUERY_PROMPT.format(q="name the primes below thirty")
 

@@ -24,7 +24,7 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_package_imports_without_torch() -> None:
     done = run(
-        "import services.reward_rm.service, services.reward_rm.launch, services.reward_rm.rm_eval\n"
+        "import services.reward_rm.build, services.reward_rm.launch, services.evaluate.rm_eval\n"
         "import services.reward_rm.backends.transformers_backend, services.reward_rm.backends.vllm_backend\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, sorted(sys.modules)\n"
     )

@@ -12,11 +12,11 @@ import random
 import httpx
 import pytest
 
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
+from arbiter.contract import Sample, Status
 from services.reward_rm.grader import PRM_LOG_KEYS, RMGrader
 from services.reward_rm.settings import PRMSettings, RMServiceSettings, VLLMSettings
 from services.reward_rm.steps import split_steps
+from services.transports.server import GraderServer
 from testkit.tiny_checkpoints import PRM_SEPARATOR, TinyPRMs, sentence
 from tests.reward_rm.fake_vllm import FakeVLLM
 from tests.reward_rm.prm_reference import PRMReference, aggregate

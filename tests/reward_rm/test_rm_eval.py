@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from services.evaluate.rm_eval import PairsJob, evaluate_pairs, rm_eval_command
 from services.reward_rm.grader import RMGrader
-from services.reward_rm.rm_eval import evaluate_pairs, rm_eval_command
 from services.reward_rm.settings import RMServiceSettings
 from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.reference import Reference
@@ -45,11 +45,9 @@ async def test_accuracy_overall_and_per_subset(tiny: TinyCheckpoints, tmp_path: 
     screen = io.StringIO()
     try:
         report = await evaluate_pairs(
-            pairs,
+            PairsJob(pairs, batch_pairs=5, output=tmp_path / "out.jsonl"),
             grader,
-            batch_pairs=5,
-            output=tmp_path / "out.jsonl",
-            console=Console(file=screen, width=100),
+            Console(file=screen, width=100),
         )
     finally:
         await grader.aclose()
@@ -80,7 +78,7 @@ def test_command_reads_the_settings_file_and_writes_a_summary(tiny: TinyCheckpoi
     summary = tmp_path / "summary.json"
     config = tmp_path / "arbiter.yaml"  # the whole tree's file: other sections are fine
     config.write_text(f"reward_rules:\n  http_port: 9000\nreward_rm:\n  checkpoint: {tiny.hf}\n")
-    report = rm_eval_command(pairs, config=config, json_summary=summary)
+    report = rm_eval_command(PairsJob(pairs, summary=summary), config=config)
     data = json.loads(summary.read_text())
     assert data["pairs"] == report.overall.pairs == len(wins["chat"]) + len(wins["math"])
     assert set(data["subsets"]) == {"chat", "math"}
@@ -89,6 +87,6 @@ def test_command_reads_the_settings_file_and_writes_a_summary(tiny: TinyCheckpoi
 async def test_an_unusable_model_fails_pairs_instead_of_scoring_them(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"prompt": "p", "chosen": "a", "rejected": "b"}) + "\n")
-    report = await evaluate_pairs(pairs, RMGrader(RMServiceSettings()), console=Console(file=io.StringIO()))
+    report = await evaluate_pairs(PairsJob(pairs), RMGrader(RMServiceSettings()), Console(file=io.StringIO()))
     assert report.failed_pairs == 1 and report.overall.pairs == 0
     assert "checkpoint is not set" in report.problems[0]

@@ -8,12 +8,12 @@ import random
 import httpx
 import pytest
 
-from services.common.client import ArbiterClient
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
+from arbiter.client import ArbiterClient
+from arbiter.contract import Sample, Status
 from services.reward_rm.checkpoint import CheckpointError
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings
+from services.transports.server import GraderServer
 from testkit.tiny_checkpoints import TinyCheckpoints, sentence
 from tests.reward_rm.reference import EOS, Reference, openrlhf_text
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rm.backends.vllm_backend import VLLMBackend
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings

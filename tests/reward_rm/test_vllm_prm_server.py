@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.common.contract import Status
+from arbiter.contract import Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
 from testkit.tiny_checkpoints import TinyPRMs

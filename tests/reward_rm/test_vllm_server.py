@@ -16,10 +16,10 @@ from typing import Literal
 import httpx
 import pytest
 
-from services.common.contract import Status
-from services.common.server import GraderServer
+from arbiter.contract import Status
 from services.reward_rm.grader import RMGrader
 from services.reward_rm.settings import RMServiceSettings, VLLMSettings
+from services.transports.server import GraderServer
 from testkit.tiny_checkpoints import TinyCheckpoints
 from tests.reward_rm.test_equivalence import mixed_samples
 from tests.reward_rm.vllm_server import serve_vllm

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Result, Sample
+from arbiter.contract import Result, Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 
 SANDBOX_UID = 65534
@@ -101,8 +101,8 @@ def assert_clean(grader: CodeGrader, timeout_s: float = 10.0) -> None:
             warm = list(pool._warm)
             live = len(pool._live)
             spare = list(pool._spare)  # emptied groups kept for reuse: no process may be in them
-        judges = grader._judges
-        idle = [judge.sandbox for judge in judges._idle] if judges is not None else []  # clean zygotes
+        label_runs = grader._label_runs
+        idle = [run.sandbox for run in label_runs._idle] if label_runs is not None else []  # clean zygotes
         warm += idle
         if grader._stdio is not None:  # stdio sandboxes proven clean, waiting for the next sample
             warm += grader._stdio.idle_sandboxes()

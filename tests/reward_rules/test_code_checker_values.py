@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.harness import checker_passed
 from services.reward_rules.code.tests_spec import StdioTests

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.common.contract import Sample
-from services.reward_rules.code import CodeConfig, CodeGrader, cgroups
+from arbiter.contract import Sample
+from services.reward_rules.code import CodeConfig, CodeGrader
+from services.reward_rules.code.backends.bwrap import cgroups
 from tests.reward_rules.code_fixtures import assert_clean, asserts, call, score, stdio
 
 # ~0.2-0.4 s of CPU on the development box: well within a 1 s CPU limit, whatever the load

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from services.catalog import make_server
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 
 
 def verl_body(

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from services.catalog import make_server
-from services.common.server import GraderServer
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.run_code import FusionRunner, RunCodeRequest
 from services.reward_rules.run_code_api import FusionRouter
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.reward_rules.code_fixtures import fenced
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeGrader
 from tests.reward_rules.code_fixtures import assert_clean, check, code_grader, score
 

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code import runner as runner_module
-from services.reward_rules.code.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, bwrap_argv
 from services.reward_rules.code.runner import PythonRunner
-from services.reward_rules.code.sandbox import Limits, bwrap_argv
 from services.reward_rules.code.session import Session
 from tests.reward_rules.code_fixtures import SANDBOX_UID, fenced, label, score, stdio
 
@@ -85,7 +85,7 @@ def test_a_python_run_reads_no_earlier_request_from_memory(grader: CodeGrader) -
 
 
 def test_a_checker_reads_no_earlier_request_from_memory(grader: CodeGrader) -> None:
-    """A custom checker runs in a judge sandbox kept between samples: the next sample's checker
+    """A custom checker runs in a label sandbox kept between samples: the next sample's checker
     finds neither the earlier checker's code nor its input, output or expected answer."""
     token = secrets.token_hex(16)
     secret = " ".join([MARK + token] * 1000)

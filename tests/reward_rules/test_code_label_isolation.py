@@ -1,4 +1,4 @@
-"""Label code (asserts, setup, check, helpers) is request data: it runs in a judge sandbox, never in
+"""Label code (asserts, setup, check, helpers) is request data: it runs in a label sandbox, never in
 the service, and the helpers the tests call come from the label, never from the candidate."""
 
 # ruff: noqa: E501  (programs and label code stay one string per line of intent)
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Status
+from arbiter.contract import Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from tests.reward_rules.code_fixtures import assert_clean, asserts, check, code_grader, score, stdio
 
@@ -118,7 +118,7 @@ def test_mbpp_asserts_without_an_entry_point_still_work(code_grader: CodeGrader)
 
 
 def test_a_reused_judge_keeps_nothing_of_the_last_label() -> None:
-    """Judge sandboxes serve samples one after another (a fresh fork each): nothing carries over."""
+    """Label sandboxes serve samples one after another (a fresh fork each): nothing carries over."""
     grader = CodeGrader(CodeConfig(workers=1, warm_sandboxes=2))
     poison = (
         "import math, os, subprocess\nmath.pi = 3\nopen('left-behind', 'w').write('x')\nos.makedirs('d/e', exist_ok=True)\n"
@@ -133,8 +133,8 @@ def test_a_reused_judge_keeps_nothing_of_the_last_label() -> None:
     )
     try:
         first, second = (score(grader, check(DOUBLE, "f", test))[0] for test in (poison, probe))
-        assert grader._judges is not None and grader._judges._idle  # the judge was kept for reuse
-        assert grader._judges._idle[0].uses == 2  # and served both samples
+        assert grader._label_runs is not None and grader._label_runs._idle  # the judge was kept for reuse
+        assert grader._label_runs._idle[0].uses == 2  # and served both samples
     finally:
         asyncio.run(grader.aclose())
     assert first.reward == 1.0 and second.reward == 1.0, (first.detail, second.detail)

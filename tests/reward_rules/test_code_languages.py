@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
+from arbiter.contract import Sample, Status
 from services.catalog import make_server
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.languages import missing, toolchain
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.reward_rules.code_fixtures import score
 
 # Per language: a right program (sum of two numbers), a wrong one, one that does not compile (None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.native import (
     CompileCache,

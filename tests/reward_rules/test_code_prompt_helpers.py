@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeGrader
 from services.reward_rules.code.prompt_helpers import helpers_from_prompt
 from tests.reward_rules.code_fixtures import code_grader, fenced, label, score

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from tests.reward_rules.code_fixtures import assert_clean, check, fenced, score, stdio
 

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
+from arbiter.contract import Sample, Status
 from services.catalog import make_server
-from services.common.contract import Sample, Status
-from services.common.server import GraderServer
 from services.reward_rules.code import CodeConfig, CodeGrader
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.reward_rules.code_fixtures import score, stdio
 
 

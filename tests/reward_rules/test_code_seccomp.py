@@ -9,7 +9,7 @@ import platform
 import pytest
 
 from services.reward_rules.code import CodeGrader
-from services.reward_rules.code.seccomp import filter_program
+from services.reward_rules.code.backends.bwrap.seccomp import filter_program
 from tests.reward_rules.code_fixtures import call, code_grader, score, stdio
 
 __all__ = ["code_grader"]

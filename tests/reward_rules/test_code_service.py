@@ -16,9 +16,9 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from services.common.server import GraderServer
 from services.common.settings import CacheSettings
 from services.reward_rules.code import CodeConfig, CodeGrader
+from services.transports.server import GraderServer
 from tests.helpers import server_settings
 from tests.reward_rules.code_fixtures import asserts, call, check, stdio
 
@@ -107,12 +107,12 @@ def test_sandboxfusion_backend_scores_every_format(sandboxfusion_url: str) -> No
 def test_without_bubblewrap_the_service_serves_the_other_graders(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from services.common.contract import Result, Sample, Status
-    from services.reward_rules import service
+    from arbiter.contract import Result, Sample, Status
+    from services.reward_rules import build
     from services.reward_rules.settings import RulesServiceSettings
 
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine where `bwrap` is not found
-    rules = service.build_grader(RulesServiceSettings())
+    rules = build.build_grader(RulesServiceSettings())
 
     async def run() -> list[Result]:
         try:

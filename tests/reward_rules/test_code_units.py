@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader, SandboxUnavailableError
-from services.reward_rules.code.compare import describe_value, stdio_mismatch, values_match
 from services.reward_rules.code.extract import extract_program
 from services.reward_rules.code.harness import CodecError, Opaque, decode_value, encode_value
+from services.reward_rules.code.output_match import describe_value, stdio_mismatch, values_match
 from tests.reward_rules.code_fixtures import asserts, call, check, code_grader, label, score, stdio
 
 __all__ = ["code_grader"]

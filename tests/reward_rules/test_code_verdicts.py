@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.code import CodeConfig, CodeGrader
 from services.reward_rules.code.session import Session
 from services.reward_rules.code.testrun import Budget, run_tests
@@ -168,7 +168,7 @@ def _report(grader: CodeGrader, program: str, tests: dict[str, Any], budget_s: f
     session = Session(grader._pool, program, 128 << 20, 2, "__main__")
     budget = Budget(time_limit_s=5.0, max_output_bytes=1 << 20, sample_deadline=time.monotonic() + budget_s)
     try:
-        report = run_tests(session, parsed, budget, grader._judges)
+        report = run_tests(session, parsed, budget, grader._label_runs)
     finally:
         session.close()
     return [o.describe() for o in report.outcomes]

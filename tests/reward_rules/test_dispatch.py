@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.contract import Sample, Status
-from services.reward_rules import service
+from arbiter.contract import Sample, Status
+from services.reward_rules import build
 from services.reward_rules.settings import RulesServiceSettings
 
 
 @pytest.fixture
 async def rules():  # type: ignore[no-untyped-def]
-    grader = service.build_grader(RulesServiceSettings())
+    grader = build.build_grader(RulesServiceSettings())
     yield grader
     await grader.aclose()
 
@@ -46,7 +46,7 @@ async def test_a_named_grader_wins(rules) -> None:  # type: ignore[no-untyped-de
 
 
 async def test_reference_grader_can_be_turned_off() -> None:
-    grader = service.build_grader(RulesServiceSettings(reference_grader=""))
+    grader = build.build_grader(RulesServiceSettings(reference_grader=""))
     try:
         assert grader.route(Sample(prompt="Q", response="x", label="42")) == "format"
     finally:

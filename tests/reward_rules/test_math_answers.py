@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from services.common.contract import Result, Sample, Status
+from arbiter.contract import Result, Sample, Status
 from services.reward_rules.math import MathConfig, MathGrader
 
 # (category, reference, response, correct)

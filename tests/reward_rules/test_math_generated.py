@@ -9,7 +9,7 @@ import asyncio
 import json
 from collections import Counter
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.math import MathGrader
 from tests.reward_rules.math_gen.generate import CORPUS, generate
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.math import MathConfig, MathGrader
 from services.reward_rules.math.pool import _Slot
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.contract import Sample, Status
+from arbiter.contract import Sample, Status
 from services.reward_rules.math import MathGrader
 
 

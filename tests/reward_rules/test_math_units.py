@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.contract import Sample, Status
-from services.common.grader import Grader
+from arbiter.contract import Sample, Status
 from services.reward_rules.math import MathConfig, MathGrader
 from services.reward_rules.math.core import grade
 from services.reward_rules.math.extract import extract_answer, extract_boxed, extract_reference, visible_text
 from services.reward_rules.math.normalize import clean_answer
 from services.reward_rules.math.parse import ParseError, parse_answer
+from services.scoring.grader import Grader
 
 
 @pytest.mark.parametrize(

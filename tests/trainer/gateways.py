@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-import trainer.gateway
+import arbiter.adapters.gateway
 from services import catalog
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 
 
 def gateway_settings(gateway: dict[str, Any] | None = None, grpc_port: int = 0) -> ArbiterSettings:
@@ -36,9 +36,9 @@ def adapter_env(monkeypatch: pytest.MonkeyPatch, target: str, **env: str) -> Ite
         patch.setenv("ARBITER_GATEWAY", target)
         for name, value in env.items():
             patch.setenv(name, value)
-        patch.setattr(trainer.gateway, "_connection", None)
+        patch.setattr(arbiter.adapters.gateway, "_connection", None)
         try:
             yield
         finally:
-            if trainer.gateway._connection is not None:
-                trainer.gateway._connection.close()
+            if arbiter.adapters.gateway._connection is not None:
+                arbiter.adapters.gateway._connection.close()

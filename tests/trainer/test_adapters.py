@@ -15,26 +15,26 @@ from typing import Any
 
 import pytest
 
-import trainer.gateway
-from services.common.contract import Sample, Status
+import arbiter.adapters.gateway
+from arbiter.adapters.gateway import UNREACHABLE_KEY, GatewayConnection
+from arbiter.adapters.keys import BASE_KEYS
+from arbiter.adapters.settings import AdapterSettings
+from arbiter.contract import Sample, Status
 from tests.helpers import free_port
 from tests.trainer.gateways import adapter_env, make_gateway
-from trainer.gateway import UNREACHABLE_KEY, GatewayConnection
-from trainer.keys import BASE_KEYS
-from trainer.settings import AdapterSettings
 
 RIGHT = "<think>2+3=5</think> The answer is \\boxed{5}"
 WRONG = "<think>2+3=6</think> The answer is \\boxed{6}"
 
 
 async def verl(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    from trainer.verl_reward import compute_score
+    from arbiter.adapters.verl_reward import compute_score
 
     return await asyncio.to_thread(compute_score, *args, **kwargs)
 
 
 async def openrlhf(prompt: str, response: str, label: Any) -> dict[str, Any]:
-    from trainer.openrlhf_reward_func import reward_func
+    from arbiter.adapters.openrlhf_reward_func import reward_func
 
     return await asyncio.to_thread(reward_func, [prompt + response], [prompt], [label])
 
@@ -43,7 +43,7 @@ async def test_plain_reference_answers_get_correctness_on_embedded_defaults(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bare "5" from TRL's answer column, veRL's gsm8k ground_truth, OpenRLHF's label."""
-    from trainer.trl_reward import arbiter_reward_async
+    from arbiter.adapters.trl_reward import arbiter_reward_async
 
     async with make_gateway() as gateway:
         with adapter_env(monkeypatch, gateway.grpc_target):
@@ -95,7 +95,7 @@ async def test_grader_key_names_a_grader_recipe_key_a_recipe_and_routes_search(
 
 async def test_every_adapter_answers_the_same_keys_outage_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outages: a gateway that stops mid-batch, and a worker that never reached it."""
-    from trainer.trl_reward import arbiter_reward
+    from arbiter.adapters.trl_reward import arbiter_reward
 
     port = free_port()
     with adapter_env(monkeypatch, f"127.0.0.1:{port}", ARBITER_GATEWAY_WAIT_S="0.3"):
@@ -130,7 +130,7 @@ async def test_outage_policy_waits_once_then_fails_fast_until_the_gateway_answer
     settings = AdapterSettings(target=f"127.0.0.1:{port}", wait_s=1.0, fallback_reward=-1.0)
     connection = GatewayConnection(settings)
     try:
-        with caplog.at_level(logging.WARNING, logger="trainer.gateway"):
+        with caplog.at_level(logging.WARNING, logger="arbiter.adapters.gateway"):
             flagged = await asyncio.to_thread(connection.score, [Sample(response="x"), Sample(response="y")])
         assert [r.reward for r in flagged] == [-1.0, -1.0]
         assert all(r.status is Status.UPSTREAM_ERROR and r.logs[UNREACHABLE_KEY] == 1.0 for r in flagged)
@@ -138,7 +138,7 @@ async def test_outage_policy_waits_once_then_fails_fast_until_the_gateway_answer
         assert any("retry 1" in r.getMessage() for r in caplog.records), "the wait is logged"
         assert any("fail fast" in r.getMessage() for r in caplog.records)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="trainer.gateway"):
+        with caplog.at_level(logging.WARNING, logger="arbiter.adapters.gateway"):
             again = await asyncio.to_thread(connection.score, [Sample(response="z")])
         assert again[0].logs[UNREACHABLE_KEY] == 1.0
         assert not any("retry" in r.getMessage() for r in caplog.records), "down: no second wait"
@@ -184,7 +184,7 @@ def test_fail_fast_setting_and_its_validation() -> None:
 
 async def test_verl_sends_the_prompt_its_rows_carry(monkeypatch: pytest.MonkeyPatch) -> None:
     """veRL passes no prompt; rows carry it in extra_info (question, prompt)."""
-    from trainer.verl_reward import prompt_of
+    from arbiter.adapters.verl_reward import prompt_of
 
     assert prompt_of({"question": "2+3?", "split": "train"}) == "2+3?"
     assert prompt_of({"prompt": [{"role": "user", "content": "hi"}]}) == "hi"
@@ -203,12 +203,13 @@ async def test_verl_sends_the_prompt_its_rows_carry(monkeypatch: pytest.MonkeyPa
 
 
 def test_trainer_does_not_import_the_server() -> None:
-    """The adapters need the contract and a gRPC stub, not the engine, FastAPI or the graders."""
+    """The adapters need the contract and a gRPC stub: nothing of the services, nor FastAPI."""
     code = (
-        "import sys, trainer.verl_reward, trainer.trl_reward, trainer.openrlhf_reward_func\n"
-        "server = ('services.common.engine', 'fastapi', 'services.reward_rules')\n"
-        "heavy = [m for m in server if m in sys.modules]\n"
+        "import sys\n"
+        "import arbiter.adapters.verl_reward, arbiter.adapters.trl_reward\n"
+        "import arbiter.adapters.openrlhf_reward_func, arbiter.adapters.openrlhf_agent\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('services', 'fastapi', 'trainer')]\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert trainer.gateway.connection.__doc__
+    assert arbiter.adapters.gateway.connection.__doc__

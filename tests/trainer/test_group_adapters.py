@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from arbiter.contract import Sample
 from services import catalog
-from services.common.contract import Sample
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.trainer.gateways import adapter_env
 
@@ -43,7 +43,7 @@ LABEL = json.dumps({"recipe": "kimi_length", "answer": ref.REFERENCE})
 
 
 async def test_trl_batch_of_whole_groups(gateway: GraderServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trainer.trl_reward import arbiter_reward
+    from arbiter.adapters.trl_reward import arbiter_reward
 
     rng = random.Random(21)
     groups = [ref.generate(rng, size, f"trl-{size}") for size in (3, 5)]  # TRL's batch: its own sizes
@@ -59,7 +59,7 @@ async def test_trl_batch_of_whole_groups(gateway: GraderServer, monkeypatch: pyt
 async def test_verl_one_sample_per_call_grouped_by_uid(
     gateway: GraderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainer.verl_reward import compute_score
+    from arbiter.adapters.verl_reward import compute_score
 
     case = ref.generate(random.Random(22), SIZE, "verl")
     with adapter_env(monkeypatch, gateway.grpc_target):

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from arbiter.contract import Sample
 from services import catalog
-from services.common.contract import Sample
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.gateway import group_reference as ref
 from tests.trainer.openrlhf_peer import CharTokenizer, SamplingParams, ScriptedEngine, load_agent_module
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.adapters.keys import UNREACHABLE_KEY
 from services import catalog
-from services.common.server import GraderServer
-from services.settings import ArbiterSettings
+from services.settings_tree import ArbiterSettings
+from services.transports.server import GraderServer
 from tests.trainer.gateways import adapter_env
 from tests.trainer.openrlhf_peer import CharTokenizer, SamplingParams, ScriptedEngine, load_agent_module
-from trainer.keys import UNREACHABLE_KEY
 
 REWARD_FUNC_FILE = Path(__file__).resolve().parents[2] / "trainer" / "openrlhf_reward_func.py"
 EOS = "<|im_end|>"

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from services import catalog
-from services.settings import load
+from services.settings_tree import load
 from tests.trainer.openrlhf_cli import OpenRLHFRejected, parse_train_ppo_ray
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"

@@ -4,8 +4,8 @@
 # 2. this script, on the Ray head node (the environment below must reach the rollout workers: with
 #    a cluster started beforehand, export it before `ray start` too).
 # Each trajectory is one Arbiter episode (docs/multi-turn.md): the policy's `python` tool calls run
-# in its persistent sandboxed interpreter (trainer/verl_tool.py), and agent `arbiter_tool_agent`
-# (trainer/verl_agent_loop.py) sends the final answer to the episode, finishes it and makes its
+# in its persistent sandboxed interpreter (client/arbiter/adapters/verl_tool.py), and agent `arbiter_tool_agent`
+# (client/arbiter/adapters/verl_agent_loop.py) sends the final answer to the episode, finishes it and makes its
 # reward the trajectory's, so veRL's reward function is not called for these samples.
 # Parquet rows: prompt (chat messages), agent_name "arbiter_tool_agent" (or the default below),
 # extra_info.tools_kwargs.python.create_kwargs.label: the reference answer.
@@ -15,7 +15,7 @@ TRAIN="${TRAIN:-/data/math_tool_train.parquet}"
 VAL="${VAL:-/data/math_tool_val.parquet}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ARBITER="$(cd "$HERE/../.." && pwd)"
-export PYTHONPATH="$ARBITER${PYTHONPATH:+:$PYTHONPATH}"        # veRL imports trainer.verl_tool by name
+# veRL imports arbiter.adapters.verl_tool by name: `pip install "$ARBITER/client"` on every node first.
 export ARBITER_EPISODES="${ARBITER_EPISODES:-127.0.0.1:9100}"   # the gateway's gRPC (episodes.service)
 export ARBITER_GATEWAY_WAIT_S="${ARBITER_GATEWAY_WAIT_S:-30}"     # outage policy, as the reward's
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from services.common.contract import (
+from arbiter.contract import (
     EPISODE_COUNTER_KEYS,
     EPISODE_FAILED_KEY,
     EPISODE_LOST_KEY,
@@ -21,8 +21,8 @@ from services.common.contract import (
     Sample,
     Status,
 )
-from services.common.emergence import EmergenceStats
 from services.episodes.settings import EpisodeSettings
+from services.textstats.emergence import EmergenceStats
 
 if TYPE_CHECKING:
     from services.episodes.interpreter import InterpreterPool

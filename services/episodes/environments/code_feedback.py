@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from services.common.contract import EpisodeStartRequest, Result, Sample, Status
+from arbiter.contract import EpisodeStartRequest, Result, Sample, Status
 from services.episodes.environments.base import (
     EnvironmentContext,
     StepOutcome,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from services.common.contract import EpisodeStartRequest, Sample, Status
+from arbiter.contract import EpisodeStartRequest, Sample, Status
 from services.episodes.actions import render, tool_calls
 from services.episodes.environments.base import (
     EnvironmentContext,

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from services.common.contract import (
+from arbiter.contract import (
     EpisodeFinishRequest,
     EpisodeStartRequest,
     EpisodeStepRequest,

@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.common.contract import Sample
+from arbiter.contract import Sample
 
 LABEL_FIELDS = ("label", "expected_answer", "ground_truth")
 METADATA_LABEL_FIELDS = ("label", "expected_answer")

@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from services.common.contract import Status
+from arbiter.contract import Status
 
 COOKIE = "arbiter_nemo_gym_session"
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.reward_rules.code.backends.base import SandboxSource
-from services.reward_rules.code.judge import LabelError, Verdict
+from services.reward_rules.code.labelrun import LabelError, Verdict
 from services.reward_rules.code.native import NativeBuild, prepare_binary
 from services.reward_rules.code.session import (
     MEMORY,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from services.common.emergence import strip_eos
-from services.common.settings import DEFAULT_EOS_MARKERS
+from arbiter.openrlhf import DEFAULT_EOS_MARKERS, strip_eos
 from services.reward_rules.code.languages import FENCES
 
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)

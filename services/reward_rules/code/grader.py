@@ -20,22 +20,21 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.reward_rules.code.backends.base import SandboxSource
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.reuse import ReusedSandboxes
+from services.reward_rules.code.backends.bwrap.sandbox import Limits
 from services.reward_rules.code.backends.factory import check_backend, start_backend
 from services.reward_rules.code.checker import CheckerSetup
 from services.reward_rules.code.config import CodeConfig
 from services.reward_rules.code.extract import extract_program
-from services.reward_rules.code.judge import JudgePool, LabelError
 from services.reward_rules.code.labelcode import LabelCodeError
+from services.reward_rules.code.labelrun import LabelError, LabelRunPool
 from services.reward_rules.code.languages import NAMES, TOOLCHAINS, sandbox_paths, toolchain
 from services.reward_rules.code.native import COMPILE, CompileCache, NativeBuild
 from services.reward_rules.code.pch import PrecompiledHeaders
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.reuse import ReusedSandboxes
 from services.reward_rules.code.runner import PythonRunner
-from services.reward_rules.code.sandbox import Limits
 from services.reward_rules.code.session import (
     CRASH,
     MEMORY,
@@ -55,8 +54,9 @@ from services.reward_rules.code.testrun import (
     with_prompt_helpers,
 )
 from services.reward_rules.code.tests_spec import AssertTests, CheckTests, CodeLabel, StdioTests
+from services.scoring.grader import GraderBase, config_hash
 
-VERSION = "2.0.0"  # 2: label code in a judge sandbox, helpers from the label, exact numbers
+VERSION = "2.0.0"  # 2: label code in a label sandbox, helpers from the label, exact numbers
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -102,7 +102,7 @@ class CodeGrader(GraderBase):
         self.workers = self.config.workers or (os.cpu_count() or 2) + 2
         self._source: SandboxSource | None = None
         self._pool: SandboxPool | None = None
-        self._judges: JudgePool | None = None  # where label code runs: local even with SandboxFusion
+        self._label_runs: LabelRunPool | None = None  # where label code runs: local even with SandboxFusion
         self._stdio: ReusedSandboxes | None = None  # stdio-only sandboxes, reused once proven clean
         self._executor: ThreadPoolExecutor | None = None
         self._start_lock = threading.Lock()
@@ -153,10 +153,10 @@ class CodeGrader(GraderBase):
         backend = start_backend(self.config, self.runner, self._limits(), self.workers)
         if self.config.cxx_pch and self.config.backend == "local":
             self._pch.start()  # in the background: compiles go without it until it is built
-        self._source, self._pool, self._judges, self._stdio = (
+        self._source, self._pool, self._label_runs, self._stdio = (
             backend.source,
             backend.pool,
-            backend.judges,
+            backend.label_runs,
             backend.stdio,
         )
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-grader")
@@ -200,16 +200,16 @@ class CodeGrader(GraderBase):
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def aclose(self) -> None:
-        executor, source, judges, stdio = self._executor, self._source, self._judges, self._stdio
-        self._executor = self._pool = self._source = self._judges = self._stdio = None
+        executor, source, label_runs, stdio = self._executor, self._source, self._label_runs, self._stdio
+        self._executor = self._pool = self._source = self._label_runs = self._stdio = None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         if stdio is not None:
             stdio.close()  # idle ones go back to the pool, which kills them
-        if judges is not None:
-            judges.close()  # idle judges go back to their sandbox pool, which kills them
-            if judges.sandboxes is not source:
-                await asyncio.to_thread(judges.sandboxes.close)
+        if label_runs is not None:
+            label_runs.close()  # idle label sandboxes go back to their sandbox pool, which kills them
+            if label_runs.sandboxes is not source:
+                await asyncio.to_thread(label_runs.sandboxes.close)
         if source is not None:
             await asyncio.to_thread(source.close)
 
@@ -293,7 +293,7 @@ class CodeGrader(GraderBase):
                 checkers, cxx, self.config.max_restarts, self.config.testlib_header, budget.time_rule
             )
         try:
-            report = run_tests(session, label, budget, self._judges, build, natives)
+            report = run_tests(session, label, budget, self._label_runs, build, natives)
         except InfrastructureError as exc:
             log.error("code grader: %s", exc)
             return self._result(Status.GRADER_ERROR, str(exc)[:500], total=total)

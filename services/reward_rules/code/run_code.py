@@ -41,13 +41,12 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.common.grader import Grader
+from services.reward_rules.code.backends.bwrap.sandbox import Sandbox
 from services.reward_rules.code.fusion_files import FilesRefused, fetch_plan, upload_plan
 from services.reward_rules.code.fusion_slots import FairSlots, Overloaded
 from services.reward_rules.code.grader import LANGUAGES, SERVED, CodeGrader
 from services.reward_rules.code.languages import toolchain
 from services.reward_rules.code.native import prepare_binary
-from services.reward_rules.code.sandbox import Sandbox
 from services.reward_rules.code.session import (
     START_TIMEOUT_S,
     CandidateFailure,
@@ -56,6 +55,7 @@ from services.reward_rules.code.session import (
     StdioRun,
     TimeRule,
 )
+from services.scoring.grader import Grader
 
 RunStatus = Literal["Finished", "Error", "TimeLimitExceeded"]
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from services.reward_rules.code.backends.base import SandboxLike, SandboxSource
-from services.reward_rules.code.cgroups import MemoryBelowUse
+from services.reward_rules.code.backends.bwrap.cgroups import MemoryBelowUse
+from services.reward_rules.code.backends.bwrap.sandbox import CPU_OVER, Sandbox, SandboxError, parse_frame
 from services.reward_rules.code.harness import (
     CandidateError,
     CodecError,
@@ -25,7 +26,6 @@ from services.reward_rules.code.harness import (
     decode_value,
     encode_value,
 )
-from services.reward_rules.code.sandbox import CPU_OVER, Sandbox, SandboxError, parse_frame
 
 # Why a test failed, as counted in the logs.
 WRONG, TIMEOUT, MEMORY, CRASH, OUTPUT = (

@@ -1,8 +1,8 @@
 """Runs one sample's tests: the candidate in its sandbox, the label's test code in another.
 
 Call and stdio tests compare plain values and text here, against the label's data. Assert
-lines and HumanEval `check` functions are code from the request, so they run in a judge
-sandbox (judge.py) whose calls reach the program through this process as plain values: an
+lines and HumanEval `check` functions are code from the request, so they run in a label
+sandbox (labelrun.py) whose calls reach the program through this process as plain values: an
 object with an always-true `__eq__`, an int subclass, a patched `builtins.abs`, `exit(0)` or a
 peek at the caller's frame has nothing to work on, and the label's code never runs here.
 Helpers the tests call come from the label (`tests.helpers`) or, when it has none, from the
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.reward_rules.code.checker import CheckerSetup, NativeChecker
-from services.reward_rules.code.compare import check_output, describe_value, values_match
 from services.reward_rules.code.harness import CandidateError
-from services.reward_rules.code.judge import Judge, JudgePool
 from services.reward_rules.code.labelcode import TestNames, test_names, undefined_names
+from services.reward_rules.code.labelrun import LabelRun, LabelRunPool
 from services.reward_rules.code.native import COMPILE, NativeBuild, prepare_binary
+from services.reward_rules.code.output_match import check_output, describe_value, values_match
 from services.reward_rules.code.prompt_helpers import helpers_from_prompt
 from services.reward_rules.code.session import (
     CRASH,
@@ -186,15 +186,17 @@ def label_names(tests: AssertTests | CheckTests) -> TestNames:
     return test_names(shared, lines, (tests.entry_point, *tests.entry_points))
 
 
-def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTests, budget: Budget) -> Report:
-    """Assert lines or a check function, each run by the judge against the loaded program."""
+def run_judged(
+    session: Session, pool: LabelRunPool, tests: AssertTests | CheckTests, budget: Budget
+) -> Report:
+    """Assert lines or a check function, each run by the label sandbox against the loaded program."""
     names = label_names(tests)
     runs: list[tuple[str, dict[str, Any]]]
     if isinstance(tests, CheckTests):
         runs = [("check", {"op": "run", "check": tests.entry_point})]
     else:
         runs = [(f"assert {i}", {"op": "run", "code": line}) for i, line in enumerate(tests.asserts, start=1)]
-    judge = Judge(pool, session.memory_bytes, _judge_load(tests, names), budget.max_value_bytes)
+    run = LabelRun(pool, session.memory_bytes, _judge_load(tests, names), budget.max_value_bytes)
     report = Report()
     try:
         for name, message in runs:
@@ -203,10 +205,10 @@ def run_judged(session: Session, pool: JudgePool, tests: AssertTests | CheckTest
                 report.outcomes.append(early)
                 continue
             session.begin_test(budget.time_limit_s)
-            verdict = judge.run(message, session, budget.test_deadline())
+            verdict = run.run(message, session, budget.test_deadline())
             report.outcomes.append(CaseOutcome(name, verdict.passed, verdict.reason, verdict.message))
     finally:
-        judge.close()
+        run.close()
     return report
 
 
@@ -257,12 +259,12 @@ def checker_names(tests: StdioTests) -> TestNames:
     return TestNames((), names.modules)
 
 
-Checker = Judge | NativeChecker
+Checker = LabelRun | NativeChecker
 
 
 def _checker(
     tests: StdioTests,
-    judges: JudgePool | None,
+    label_runs: LabelRunPool | None,
     natives: CheckerSetup | None,
     session: Session,
     budget: Budget,
@@ -273,15 +275,15 @@ def _checker(
         return NativeChecker(natives, tests.checker_code, session.memory_bytes, budget.time_limit_s)
     if tests.checker != "custom":
         return None
-    if judges is None:
-        raise InfrastructureError("a custom checker needs a local judge sandbox (bubblewrap)")
+    if label_runs is None:
+        raise InfrastructureError("a custom checker needs a local label sandbox (bubblewrap)")
     load = {
         "op": "judge",
         "helpers": tests.checker_code,
         "candidates": [],
         "modules": list(checker_names(tests).modules),
     }
-    return Judge(judges, session.memory_bytes, load, budget.max_value_bytes)
+    return LabelRun(label_runs, session.memory_bytes, load, budget.max_value_bytes)
 
 
 def _checked(
@@ -317,11 +319,11 @@ def run_stdio(
     tests: StdioTests,
     budget: Budget,
     build: NativeBuild | None = None,
-    judges: JudgePool | None = None,
+    label_runs: LabelRunPool | None = None,
     natives: CheckerSetup | None = None,
 ) -> Report:
     report = Report()
-    checker = _checker(tests, judges, natives, session, budget)
+    checker = _checker(tests, label_runs, natives, session, budget)
     try:
         _run_cases(session, tests, budget, build, checker, report)
     finally:
@@ -437,15 +439,15 @@ def run_tests(
     session: Session,
     label: CodeLabel,
     budget: Budget,
-    judges: JudgePool | None,
+    label_runs: LabelRunPool | None,
     build: NativeBuild | None = None,
     natives: CheckerSetup | None = None,
 ) -> Report:
     tests = label.tests
     if isinstance(tests, StdioTests):
-        return run_stdio(session, tests, budget, build, judges, natives)
+        return run_stdio(session, tests, budget, build, label_runs, natives)
     if isinstance(tests, CallTests):
         return run_calls(session, tests, budget)
-    if judges is None:
-        raise InfrastructureError("assert and check tests need a local judge sandbox (bubblewrap)")
-    return run_judged(session, judges, tests, budget)
+    if label_runs is None:
+        raise InfrastructureError("assert and check tests need a local label sandbox (bubblewrap)")
+    return run_judged(session, label_runs, tests, budget)

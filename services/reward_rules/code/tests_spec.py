@@ -24,7 +24,7 @@ class StdioCase(_Spec):
 
 _HELPERS = (
     "the dataset's prompt code: helpers the tests call (HumanEval's poly, encode_cyclic). Run with the "
-    "test code in its judge sandbox, and before the program in the program's own, so a completion may "
+    "test code in its label sandbox, and before the program in the program's own, so a completion may "
     "call them; the tests always use these, never the program's redefinitions"
 )
 _ENTRY_POINTS = "more functions of the program that the tests call (the entry point is one already)"
@@ -53,7 +53,7 @@ class StdioTests(_Spec):
     checker_code: str = Field(
         default="",
         description="custom: Python defining check(input, expected, output) -> bool, the dataset's "
-        "checker (any valid answer accepted), run in a judge sandbox; testlib: C++ source of a "
+        "checker (any valid answer accepted), run in a label sandbox; testlib: C++ source of a "
         "checker program called as testlib's are (`checker input output answer`, files; exit 0 "
         "accepted, 1 wrong answer, 2 presentation error, 3 the checker failed), compiled and run "
         "in a sandbox of its own (testlib.h where the host has it). Never beside the candidate",

@@ -17,10 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.common.contract import GraderInfo, Result, Sample, Status
-from services.common.grader import GraderBase, config_hash
+from arbiter.contract import GraderInfo, Result, Sample, Status
 from services.reward_rules.math.pool import PoolJob, WorkerPool
 from services.reward_rules.math.verdict import GradeOptions, MathVerdict
+from services.scoring.grader import GraderBase, config_hash
 
 __all__ = ["LOG_KEYS", "MathConfig", "MathGrader"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.verl_reward import compute_score as arbiter_compute_score
+from arbiter.adapters.verl_reward import compute_score as arbiter_compute_score
 
 SEEN: list[dict[str, Any]] = []
 

@@ -67,8 +67,8 @@ def test_grpo_trainer_trains_on_arbiter_rewards_and_survives_an_outage(
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from trainer import gateway as connection_module
-    from trainer.trl_reward import UNSCORED_METRIC, arbiter_reward
+    from arbiter.adapters import gateway as connection_module
+    from arbiter.adapters.trl_reward import UNSCORED_METRIC, arbiter_reward
 
     monkeypatch.setenv("ARBITER_GATEWAY", gateway.grpc_target)
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "1")

@@ -1,4 +1,4 @@
-"""TRL 1.16's GRPOTrainer with Arbiter episodes as its environment (trainer/trl_environment.py).
+"""TRL 1.16's GRPOTrainer with Arbiter episodes as its environment (arbiter.adapters.trl_environment).
 
 A gateway process holds the episodes (`episodes.service: gateway`: its embedded math grading
 judges final answers) and runs each rollout's tool calls in that rollout's own sandboxed
@@ -69,7 +69,7 @@ def episodes_gateway(http: int, grpc: int) -> ServiceProcess:
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningGateway]:
     """A gateway holding episodes, and the trainer side pointed at it with a fresh client."""
-    from trainer import episode_client
+    from arbiter.adapters import episode_client
 
     http, grpc = free_port(), free_port()
     with episodes_gateway(http, grpc) as process:
@@ -103,8 +103,8 @@ def answered(content: str) -> list[dict[str, Any]]:
 def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answer(
     gateway: RunningGateway,
 ) -> None:
-    from trainer.episode_client import LAST_TURN
-    from trainer.trl_environment import AGENT_KEYS, arbiter_environment, arbiter_episode_reward
+    from arbiter.adapters.episode_client import LAST_TURN
+    from arbiter.adapters.trl_environment import AGENT_KEYS, arbiter_environment, arbiter_episode_reward
 
     factory = arbiter_environment(label_column="answer")
     right, wrong = factory(), factory()
@@ -166,7 +166,11 @@ def test_the_environment_runs_tool_calls_in_one_interpreter_and_grades_the_answe
 def test_an_unreachable_or_restarted_service_is_flagged_never_a_zero(
     gateway: RunningGateway,
 ) -> None:
-    from trainer.trl_environment import EpisodeUnavailable, arbiter_environment, arbiter_episode_reward
+    from arbiter.adapters.trl_environment import (
+        EpisodeUnavailable,
+        arbiter_environment,
+        arbiter_episode_reward,
+    )
 
     factory = arbiter_environment(label_column="answer")
     reward = arbiter_episode_reward()
@@ -243,7 +247,7 @@ def test_grpo_trainer_rolls_out_in_arbiter_episodes_and_survives_an_outage(
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from trainer.trl_environment import arbiter_environment, arbiter_episode_reward
+    from arbiter.adapters.trl_environment import arbiter_environment, arbiter_episode_reward
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory, rollout_func: experimental
     model_path, tokenizer = tiny_tool_model(tmp_path)

@@ -108,7 +108,7 @@ def test_verl_reward_loader_and_naive_manager_score_plain_references(
     from transformers import AutoTokenizer
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from trainer import gateway as connection_module
+    from arbiter.adapters import gateway as connection_module
 
     monkeypatch.setenv("ARBITER_GATEWAY", gateway.grpc_target)
     monkeypatch.setattr(connection_module, "_connection", None)
@@ -131,7 +131,7 @@ def test_arbiter_reward_manager_hands_over_the_prompt_from_the_batch(
     from transformers import AutoTokenizer
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from trainer import gateway as connection_module
+    from arbiter.adapters import gateway as connection_module
 
     monkeypatch.setenv("ARBITER_GATEWAY", gateway.grpc_target)
     monkeypatch.setattr(connection_module, "_connection", None)

@@ -1,8 +1,8 @@
 """veRL 0.9.1's multi-turn tool path against Arbiter's episodes (a reward_rules process).
 
 veRL's own code throughout: its tool registry (verl/tools/tool_registry.py) builds
-trainer/verl_tool.py's ArbiterTool from the recipe's YAML, and its AgentLoopWorker runs its
-ToolAgentLoop (agent `tool_agent`) and trainer/verl_agent_loop.py's subclass (agent
+arbiter.adapters.verl_tool's ArbiterTool from the recipe's YAML, and its AgentLoopWorker runs its
+ToolAgentLoop (agent `tool_agent`) and arbiter.adapters.verl_agent_loop's subclass (agent
 `arbiter_tool_agent`) with a real tokenizer (a tiny checkpoint saved to disk) and its hermes tool
 parser. The one double is the policy: a server manager that answers canned turns.
 """
@@ -76,7 +76,7 @@ def episodes() -> Iterator[Episodes]:
 @pytest.fixture
 def reach(episodes: Episodes, monkeypatch: pytest.MonkeyPatch) -> Episodes:
     """The trainer-side environment: ARBITER_EPISODES names the service; fresh process clients."""
-    from trainer import episode_client
+    from arbiter.adapters import episode_client
 
     monkeypatch.setenv("ARBITER_EPISODES", episodes.grpc_target)
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "5")
@@ -123,7 +123,7 @@ def tool_config(tmp_path: Path, **config: Any) -> Path:
 
 
 def test_veRL_registry_builds_the_tool_from_the_recipe(reach: Episodes) -> None:
-    from trainer.verl_tool import ArbiterTool
+    from arbiter.adapters.verl_tool import ArbiterTool
 
     (tool,) = load_tools(TOOL_CONFIG)
     assert isinstance(tool, ArbiterTool)
@@ -134,7 +134,7 @@ def test_veRL_registry_builds_the_tool_from_the_recipe(reach: Episodes) -> None:
 
 
 async def test_execute_keeps_state_across_calls_and_release_frees_the_episode(reach: Episodes) -> None:
-    from trainer.verl_tool import TOOL_KEYS
+    from arbiter.adapters.verl_tool import TOOL_KEYS
 
     (tool,) = load_tools(TOOL_CONFIG)
     before = reach.open_count()
@@ -222,7 +222,7 @@ async def test_a_final_answer_holding_a_code_block_is_graded_not_run(reach: Epis
 async def test_the_last_turn_is_kept_for_the_answer(reach: Episodes) -> None:
     """A tool call on the episode's last allowed turn is not sent (python_tool would grade it as
     the answer): the policy is told to answer, and its answer is graded on that turn."""
-    from trainer.episode_client import LAST_TURN
+    from arbiter.adapters.episode_client import LAST_TURN
 
     (tool,) = load_tools(TOOL_CONFIG)
     trajectory = Trajectory("What is 2 + 2?", label="4", max_turns=2)
@@ -240,7 +240,7 @@ async def test_the_last_turn_is_kept_for_the_answer(reach: Episodes) -> None:
 async def test_an_unreachable_service_is_a_flagged_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainer import episode_client
+    from arbiter.adapters import episode_client
 
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "0")
     monkeypatch.setenv("ARBITER_FALLBACK_REWARD", "-1")
@@ -395,7 +395,7 @@ async def test_an_outage_during_a_rollout_is_a_flagged_fallback_trajectory(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from trainer import episode_client
+    from arbiter.adapters import episode_client
 
     monkeypatch.setenv("ARBITER_GATEWAY_WAIT_S", "0")
     monkeypatch.setenv("ARBITER_FALLBACK_REWARD", "-1")
@@ -419,7 +419,7 @@ async def test_an_outage_during_a_rollout_is_a_flagged_fallback_trajectory(
 def test_the_recipe_composes_in_veRLs_config_and_builds_the_tool(tmp_path: Path, reach: Episodes) -> None:
     """The script's overrides, as bash expands them (a stand-in python3 records them), composed by
     veRL's own Hydra config; the files it names load through veRL's loaders."""
-    from trainer.verl_tool import ArbiterTool
+    from arbiter.adapters.verl_tool import ArbiterTool
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -440,4 +440,4 @@ def test_the_recipe_composes_in_veRLs_config_and_builds_the_tool(tmp_path: Path,
     assert isinstance(tool, ArbiterTool)
     (loop,) = yaml.safe_load(Path(rollout.agent.agent_loop_config_path).read_text())
     assert loop["name"] == "arbiter_tool_agent"
-    assert loop["_target_"] == "trainer.verl_agent_loop.ArbiterToolAgentLoop"
+    assert loop["_target_"] == "arbiter.adapters.verl_agent_loop.ArbiterToolAgentLoop"

@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from services.common.grader import GraderUnavailableError
 from services.reward_rules.code.backends.base import SandboxSource
+from services.reward_rules.code.backends.bwrap.pool import SandboxPool
+from services.reward_rules.code.backends.bwrap.reuse import ReusedSandboxes
+from services.reward_rules.code.backends.bwrap.sandbox import Limits, bwrap_path
 from services.reward_rules.code.config import CodeConfig
-from services.reward_rules.code.judge import JudgePool
-from services.reward_rules.code.pool import SandboxPool
-from services.reward_rules.code.reuse import ReusedSandboxes
+from services.reward_rules.code.labelrun import LabelRunPool
 from services.reward_rules.code.runner import LanguageRunner
-from services.reward_rules.code.sandbox import Limits, bwrap_path
+from services.scoring.grader import GraderUnavailableError
 
 
 class SandboxUnavailableError(GraderUnavailableError):
@@ -43,7 +43,7 @@ def check_backend(config: CodeConfig, log: logging.Logger) -> None:
 class SandboxBackend:
     source: SandboxSource  # where the tests' programs run
     pool: SandboxPool | None  # the local pool (C++ needs it); None with sandboxfusion
-    judges: JudgePool | None  # where label code runs: local even with SandboxFusion
+    label_runs: LabelRunPool | None  # where label code runs: local even with SandboxFusion
     stdio: ReusedSandboxes | None  # stdio-only sandboxes, reused once proven clean
 
 
@@ -59,16 +59,16 @@ def start_backend(config: CodeConfig, runner: LanguageRunner, limits: Limits, wo
         )
 
     if config.backend == "sandboxfusion":
-        from services.reward_rules.code.sandboxfusion import SandboxFusionSource
+        from services.reward_rules.code.backends.sandboxfusion import SandboxFusionSource
 
         source = SandboxFusionSource(config.sandboxfusion_url, limits)
-        judges = None
+        label_runs = None
         if config.sandbox == "unsafe" or bwrap_path() is not None:
-            judges = JudgePool(local_pool(workers), keep=workers)
-        return SandboxBackend(source, None, judges, None)
+            label_runs = LabelRunPool(local_pool(workers), keep=workers)
+        return SandboxBackend(source, None, label_runs, None)
     pool = local_pool(config.warm_sandboxes or 2 * workers)
-    judges = JudgePool(pool, keep=workers)
+    label_runs = LabelRunPool(pool, keep=workers)
     stdio = (
         ReusedSandboxes(pool, keep=workers) if config.reuse_sandboxes and config.sandbox == "bwrap" else None
     )
-    return SandboxBackend(pool, pool, judges, stdio)
+    return SandboxBackend(pool, pool, label_runs, stdio)
