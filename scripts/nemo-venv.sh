@@ -31,7 +31,7 @@ if [ -z "$python" ] || ! is_312 "$python"; then
   exit 3
 fi
 
-want="$(printf '%s\n' "$python" "$PIN" "${TESTING[@]}" | cat - pyproject.toml | sha256sum | cut -c1-16)"
+want="$(printf '%s\n' "$python" "$PIN" "${TESTING[@]}" | cat - pyproject.toml client/pyproject.toml | sha256sum | cut -c1-16)"
 if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$want" ]; then
   echo "$dir: up to date"
   exit 0
@@ -39,7 +39,7 @@ fi
 echo "$dir: installing $PIN with $python" >&2
 [ -x "$dir/bin/python" ] || "$python" -m venv "$dir"
 "$dir/bin/python" -m pip install --quiet "$PIN" "${TESTING[@]}"
-# Arbiter's base dependencies, without touching what NeMo-Gym pinned.
-"$dir/bin/python" -m pip install --quiet "$PIN" -e .
+# The contract (client/) and Arbiter's base dependencies, without touching what NeMo-Gym pinned.
+"$dir/bin/python" -m pip install --quiet "$PIN" -e ./client -e .
 "$dir/bin/python" -m pip check >&2 || echo "$dir: pip check reports conflicts (above)" >&2
 echo "$want" >"$dir/.stamp"
