@@ -156,6 +156,30 @@ class TinyPRMs:
     token_cls: Path
 
 
+def build_policy(path: Path, tokenizer: Any, max_positions: int = 512, seed: int = 0) -> Path:
+    """A one-layer causal LM over `tokenizer`, saved with it at `path`: a policy that trainer
+    frameworks (TRL, veRL) can load and step, with random weights (its text is noise)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def build_prm(
     root: Path, *, hidden: int = 128, layers: int = 2, heads: int = 2, vocab_size: int = 400, seed: int = 1
 ) -> TinyPRMs:

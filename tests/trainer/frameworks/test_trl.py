@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from testkit.tiny_checkpoints import build_tokenizer
+from testkit.tiny_checkpoints import build_policy, build_tokenizer
 from tests.trainer.frameworks.running import RunningGateway
 
 pytestmark = pytest.mark.frameworks
@@ -23,27 +23,8 @@ trl = pytest.importorskip("trl", reason="runs in .venv-trl (scripts/test-framewo
 
 
 def tiny_model(root: Path) -> tuple[Path, Any]:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     tokenizer = build_tokenizer()
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    path = root / "tiny-policy"
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path, tokenizer
+    return build_policy(root / "tiny-policy", tokenizer), tokenizer
 
 
 class Recorder:

@@ -14,8 +14,6 @@ trains all the same.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,46 +21,26 @@ from typing import Any
 import httpx
 import pytest
 
-from testkit.tiny_checkpoints import build_tokenizer
+from testkit.tiny_checkpoints import build_policy, build_tokenizer
 from tests.helpers import ServiceProcess, free_port
-from tests.trainer.frameworks.running import RunningGateway
+from tests.trainer.frameworks.running import RunningGateway, gateway_process
 
 pytestmark = pytest.mark.frameworks
 
 trl = pytest.importorskip("trl", reason="runs in .venv-trl (scripts/test-frameworks.sh)")
 
 # The trainer side's variables: the gateway would read ARBITER_EPISODES & co. as its own sections.
-_TRAINER_VARS = (
-    "ARBITER_GATEWAY",
-    "ARBITER_GATEWAY_TIMEOUT_S",
-    "ARBITER_GATEWAY_WAIT_S",
-    "ARBITER_LOG_KEYS",
-    "ARBITER_EPISODES",
-    "ARBITER_EPISODE_ENV",
-    "ARBITER_EPISODE_MAX_TURNS",
-)
 TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 
 
 def episodes_gateway(http: int, grpc: int) -> ServiceProcess:
-    env = {k: v for k, v in os.environ.items() if k not in _TRAINER_VARS}
-    env.update(
-        {
-            "ARBITER_GATEWAY__HOST": "127.0.0.1",
-            "ARBITER_GATEWAY__HTTP_PORT": str(http),
-            "ARBITER_GATEWAY__GRPC_PORT": str(grpc),
-            "ARBITER_LOG__LEVEL": "WARNING",
-            "ARBITER_EPISODES__SERVICE": "gateway",
-            "ARBITER_EPISODES__WARM_INTERPRETERS": "1",
-            "ARBITER_EPISODES__PYTHON_TOOL__CELL_TIME_LIMIT_S": "5",
-            "ARBITER_EPISODES__PYTHON_TOOL__MEMORY_LIMIT_MB": "256",
-        }
-    )
-    return ServiceProcess(
-        [sys.executable, "-m", "services.gateway"],
-        f"http://127.0.0.1:{http}/readyz",
-        env=env,
-        start_timeout_s=120,
+    return gateway_process(
+        http,
+        grpc,
+        ARBITER_EPISODES__SERVICE="gateway",
+        ARBITER_EPISODES__WARM_INTERPRETERS="1",
+        ARBITER_EPISODES__PYTHON_TOOL__CELL_TIME_LIMIT_S="5",
+        ARBITER_EPISODES__PYTHON_TOOL__MEMORY_LIMIT_MB="256",
     )
 
 
@@ -206,30 +184,12 @@ def test_an_unreachable_or_restarted_service_is_flagged_never_a_zero(
 def tiny_tool_model(root: Path) -> tuple[Path, Any]:
     """A random 1-layer Llama with a tokenizer that renders and parses tool calls (Qwen3's chat
     template, whose response parser TRL knows), built and saved locally."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
     from trl.chat_template_utils import qwen3_chat_template
 
     tokenizer = build_tokenizer(extra_special=TOOL_TOKENS)
     tokenizer.chat_template = qwen3_chat_template
     tokenizer.eos_token = "<|im_end|>"
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    path = root / "tiny-tool-policy"
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path, tokenizer
+    return build_policy(root / "tiny-tool-policy", tokenizer, max_positions=4096), tokenizer
 
 
 def scripted_first_turn(a: int, b: int) -> str:
