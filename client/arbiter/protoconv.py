@@ -5,7 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from arbiter.contract import GraderInfo, Result, Sample, ScoreRequest, ScoreResponse, Status
+from arbiter.contract import (
+    EpisodeFinishRequest,
+    EpisodeFinishResponse,
+    EpisodeStartRequest,
+    EpisodeStartResponse,
+    EpisodeStepRequest,
+    EpisodeStepResponse,
+    GraderInfo,
+    Result,
+    Sample,
+    ScoreRequest,
+    ScoreResponse,
+    Status,
+)
 from arbiter.v1 import reward_pb2 as pb
 
 _STATUS_TO_PB: dict[Status, pb.Status] = {
@@ -93,4 +106,68 @@ def response_from_pb(message: pb.ScoreResponse) -> ScoreResponse:
         results=[result_from_pb(r) for r in message.results],
         grader=info_from_pb(message.grader),
         request_id=message.request_id,
+    )
+
+
+# ---- episodes ----
+
+
+def start_from_pb(message: pb.EpisodeStartRequest) -> EpisodeStartRequest:
+    return EpisodeStartRequest(
+        episode_id=message.episode_id,
+        environment=message.environment,
+        prompt=message.prompt,
+        label=message.label,
+        metadata=dict(message.metadata),
+        max_turns=message.max_turns,
+    )
+
+
+def start_to_pb(answer: EpisodeStartResponse) -> pb.EpisodeStartResponse:
+    return pb.EpisodeStartResponse(
+        episode_id=answer.episode_id,
+        observation=answer.observation,
+        status=_STATUS_TO_PB[answer.status],
+        detail=answer.detail,
+        max_turns=answer.max_turns,
+    )
+
+
+def step_from_pb(message: pb.EpisodeStepRequest) -> EpisodeStepRequest:
+    return EpisodeStepRequest(
+        episode_id=message.episode_id,
+        turn=message.turn,
+        action=message.action,
+        tool_code=list(message.tool_code),
+        final=message.final,
+    )
+
+
+def step_to_pb(answer: EpisodeStepResponse) -> pb.EpisodeStepResponse:
+    return pb.EpisodeStepResponse(
+        episode_id=answer.episode_id,
+        turn=answer.turn,
+        feedback=answer.feedback,
+        reward=answer.reward,
+        score=answer.score,
+        done=answer.done,
+        status=_STATUS_TO_PB[answer.status],
+        detail=answer.detail,
+        logs=answer.logs,
+    )
+
+
+def finish_from_pb(message: pb.EpisodeFinishRequest) -> EpisodeFinishRequest:
+    return EpisodeFinishRequest(episode_id=message.episode_id)
+
+
+def finish_to_pb(answer: EpisodeFinishResponse) -> pb.EpisodeFinishResponse:
+    return pb.EpisodeFinishResponse(
+        episode_id=answer.episode_id,
+        reward=answer.reward,
+        score=answer.score,
+        turns=answer.turns,
+        status=_STATUS_TO_PB[answer.status],
+        detail=answer.detail,
+        logs=answer.logs,
     )

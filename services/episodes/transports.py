@@ -10,7 +10,7 @@ that is not a valid request is a 422; everything about the episode itself is in 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import grpc
 import orjson
@@ -26,23 +26,18 @@ from arbiter.contract import (
     EpisodeStepResponse,
     Status,
 )
+from arbiter.protoconv import (
+    finish_from_pb,
+    finish_to_pb,
+    start_from_pb,
+    start_to_pb,
+    step_from_pb,
+    step_to_pb,
+)
 from arbiter.v1 import reward_pb2 as pb
 from services.episodes.routing import EpisodeRouter
 
 EPISODE_SERVICE = pb.DESCRIPTOR.services_by_name["EpisodeService"].full_name
-_TO_PB: dict[Status, pb.Status] = {s: cast("pb.Status", pb.Status.Value(f"STATUS_{s.value}")) for s in Status}
-_FROM_PB = {value: status for status, value in _TO_PB.items()}
-
-
-def status_to_pb(status: Status) -> pb.Status:
-    return _TO_PB[status]
-
-
-def status_from_pb(value: int) -> Status:
-    for pb_value, status in _FROM_PB.items():
-        if pb_value == value:
-            return status
-    return Status.GRADER_ERROR
 
 
 def _json(model: BaseModel) -> Response:
@@ -72,78 +67,6 @@ def episode_router(manager: EpisodeRouter) -> APIRouter:
 
 
 # ---- gRPC ----
-
-
-def start_from_pb(message: pb.EpisodeStartRequest) -> EpisodeStartRequest:
-    return EpisodeStartRequest(
-        episode_id=message.episode_id,
-        environment=message.environment,
-        prompt=message.prompt,
-        label=message.label,
-        metadata=dict(message.metadata),
-        max_turns=message.max_turns,
-    )
-
-
-def start_to_pb(answer: EpisodeStartResponse) -> pb.EpisodeStartResponse:
-    return pb.EpisodeStartResponse(
-        episode_id=answer.episode_id,
-        observation=answer.observation,
-        status=status_to_pb(answer.status),
-        detail=answer.detail,
-        max_turns=answer.max_turns,
-    )
-
-
-def step_from_pb(message: pb.EpisodeStepRequest) -> EpisodeStepRequest:
-    return EpisodeStepRequest(
-        episode_id=message.episode_id,
-        turn=message.turn,
-        action=message.action,
-        tool_code=list(message.tool_code),
-        final=message.final,
-    )
-
-
-def step_to_pb(answer: EpisodeStepResponse) -> pb.EpisodeStepResponse:
-    return pb.EpisodeStepResponse(
-        episode_id=answer.episode_id,
-        turn=answer.turn,
-        feedback=answer.feedback,
-        reward=answer.reward,
-        score=answer.score,
-        done=answer.done,
-        status=status_to_pb(answer.status),
-        detail=answer.detail,
-        logs=answer.logs,
-    )
-
-
-def finish_to_pb(answer: EpisodeFinishResponse) -> pb.EpisodeFinishResponse:
-    return pb.EpisodeFinishResponse(
-        episode_id=answer.episode_id,
-        reward=answer.reward,
-        score=answer.score,
-        turns=answer.turns,
-        status=status_to_pb(answer.status),
-        detail=answer.detail,
-        logs=answer.logs,
-    )
-
-
-def step_answer_from_pb(message: pb.EpisodeStepResponse) -> EpisodeStepResponse:
-    """For clients in this repository's tests; the trainer adapter reads the message itself."""
-    return EpisodeStepResponse(
-        episode_id=message.episode_id,
-        turn=message.turn,
-        feedback=message.feedback,
-        reward=message.reward,
-        score=message.score,
-        done=message.done,
-        status=status_from_pb(message.status),
-        detail=message.detail,
-        logs=dict(message.logs),
-    )
 
 
 M = TypeVar("M")
@@ -176,7 +99,7 @@ def episode_grpc_handler(manager: EpisodeRouter) -> grpc.GenericRpcHandler:
             response_serializer=pb.EpisodeStepResponse.SerializeToString,
         ),
         "FinishEpisode": grpc.unary_unary_rpc_method_handler(
-            _unary(lambda m: EpisodeFinishRequest(episode_id=m.episode_id), manager.finish, finish_to_pb),
+            _unary(finish_from_pb, manager.finish, finish_to_pb),
             request_deserializer=pb.EpisodeFinishRequest.FromString,
             response_serializer=pb.EpisodeFinishResponse.SerializeToString,
         ),
