@@ -360,6 +360,9 @@ class ArbiterTool(BaseTool):  # type: ignore[misc]
         return ToolResponse(text=f"Error: {why}; no code ran."), summary.reward, dict(summary.logs)
 
 
+_in_flight: set[Any] = set()  # FinishEpisode futures of dropped trajectories
+
+
 def _finish_dropped(episode_client: EpisodeClient, episode: Episode) -> None:
     """veRL dropped a trajectory whose episode is still open: a fire-and-forget FinishEpisode
     (a gRPC future; no event loop needed). The service's expiry is the backstop."""
@@ -367,10 +370,14 @@ def _finish_dropped(episode_client: EpisodeClient, episode: Episode) -> None:
         return
     episode.finished = True
     try:
-        episode_client.stub.FinishEpisode.future(
+        future = episode_client.stub.FinishEpisode.future(
             pb.EpisodeFinishRequest(episode_id=episode.episode_id),
             timeout=episode_client.settings.timeout_s,
             metadata=episode_client.metadata,
         )
     except Exception as exc:  # a closed channel at interpreter exit
         log.debug("arbiter episode %s: finish on drop failed (%s)", episode.episode_id, exc)
+        return
+    # gRPC cancels a call whose future is garbage-collected: hold it until it is done.
+    _in_flight.add(future)
+    future.add_done_callback(_in_flight.discard)
