@@ -5,7 +5,7 @@ actor loads this file, builds `AgentExecutor()`, and for every prompt runs
 `MultiTurnAgentExecutor.execute`, which makes one `ArbiterAgent` and calls `reset` once and
 `step` after each generated turn. Every call goes to Arbiter's episode service (an episode per
 sample; services/episodes) over one persistent gRPC channel per process (arbiter.adapters.episode_client,
-shared with the veRL and TRL adapters: the repo must be on the workers' PYTHONPATH); the
+shared with the veRL and TRL adapters; arbiter-client installed on the workers); the
 environment (a persistent sandboxed Python tool, test feedback...) answers the feedback text, the
 step reward and whether the episode is done. The policy's raw text is each turn's action: the
 service finds its tool calls, and a turn without one is the final answer. The episode's reward

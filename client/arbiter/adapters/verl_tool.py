@@ -5,7 +5,7 @@ veRL's multi-turn rollouts (0.9.1: verl/experimental/agent_loop/tool_agent_loop.
 `actor_rollout_ref.rollout.multi_turn.tool_config_path` (verl/tools/tool_registry.py):
 
     tools:
-      - class_name: arbiter.adapters.verl_tool.ArbiterTool     # the repo on PYTHONPATH of the workers
+      - class_name: arbiter.adapters.verl_tool.ArbiterTool     # arbiter-client installed on the workers
         config: {type: native, environment: python_tool}
 
 Each trajectory gets one Arbiter episode (services/episodes: python_tool's persistent sandboxed
