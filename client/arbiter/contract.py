@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import math
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # extra_logs names a trainer reserves for itself (they go to wandb as train/<key>, beside its own
 # train/reward, train/score and train/kl); a grader must never emit them.
@@ -19,6 +19,16 @@ RESERVED_LOG_KEYS = frozenset({"reward", "score", "kl", "rewards", "scores"})
 # A log a grader sets to 1 on a result that no cache may keep (see `Result.not_cached`). A log
 # rather than a field, so that it crosses every hop (gRPC, HTTP, the gateway) and the trainer sees it.
 NO_CACHE_KEY = "cache/skip"
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+# A reward or score: NaN and infinities never reach a trainer (they would poison its advantages).
+Finite = Annotated[float, AfterValidator(_finite)]
 
 
 class Status(StrEnum):
@@ -60,8 +70,8 @@ class Sample(_Strict):
 
 
 class Result(_Strict):
-    reward: float
-    score: float
+    reward: Finite
+    score: Finite
     status: Status = Field(default=Status.OK, strict=False)  # "OK" from JSON, Status.OK in code
     detail: str = ""
     logs: dict[str, float] = Field(default_factory=dict)
@@ -79,13 +89,6 @@ class Result(_Strict):
         is graded by it again. The engine honours the mark; the gateway passes it on from any
         component to the composed reward."""
         return self.model_copy(update={"logs": {**self.logs, NO_CACHE_KEY: 1.0}})
-
-    @field_validator("reward", "score")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
 
     @field_validator("logs")
     @classmethod
@@ -208,19 +211,12 @@ class EpisodeStepResponse(_Strict):
     episode_id: str
     turn: int
     feedback: str = ""  # the environment's answer, appended to the policy's context
-    reward: float = 0.0  # this step's reward (the episode's reward is the sum over its steps)
-    score: float = 0.0  # the episode's correctness so far (the final answer's, once done)
+    reward: Finite = 0.0  # this step's reward (the episode's reward is the sum over its steps)
+    score: Finite = 0.0  # the episode's correctness so far (the final answer's, once done)
     done: bool = False
     status: Status = Field(default=Status.OK, strict=False)
     detail: str = ""
     logs: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("reward", "score")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
 
 
 class EpisodeFinishRequest(_Strict):
@@ -229,16 +225,9 @@ class EpisodeFinishRequest(_Strict):
 
 class EpisodeFinishResponse(_Strict):
     episode_id: str
-    reward: float = 0.0  # the sum of the step rewards
-    score: float = 0.0  # the final answer's correctness
+    reward: Finite = 0.0  # the sum of the step rewards
+    score: Finite = 0.0  # the final answer's correctness
     turns: int = 0
     status: Status = Field(default=Status.OK, strict=False)
     detail: str = ""
     logs: dict[str, float] = Field(default_factory=dict)  # the whole trajectory's extra_logs
-
-    @field_validator("reward", "score")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
