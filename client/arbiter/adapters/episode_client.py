@@ -32,7 +32,6 @@ from arbiter.adapters.keys import UNREACHABLE_KEY, project
 from arbiter.adapters.settings import AdapterSettings
 from arbiter.contract import EPISODE_COUNTER_KEYS, EPISODE_FAILED_KEY, EPISODE_LOST_KEY, STATUS_KEYS, Status
 from arbiter.logkeys import DEFAULT_TEXT_STAT_KEYS
-from arbiter.tls import grpc_channel_credentials, grpc_channel_options
 from arbiter.v1 import reward_pb2 as pb
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
 
@@ -92,21 +91,8 @@ class EpisodeClient:
     def __init__(self, settings: AdapterSettings, target: str) -> None:
         self.settings = settings
         self.target = target
-        self.metadata = (("authorization", f"Bearer {settings.token}"),) if settings.token else None
-        options = [
-            ("grpc.keepalive_time_ms", 30_000),
-            ("grpc.initial_reconnect_backoff_ms", 200),
-            ("grpc.min_reconnect_backoff_ms", 200),
-            ("grpc.max_reconnect_backoff_ms", 2_000),
-        ]
-        if settings.tls is not None:
-            self.channel = grpc.secure_channel(
-                target,
-                grpc_channel_credentials(settings.tls),
-                options=options + grpc_channel_options(settings.tls),
-            )
-        else:
-            self.channel = grpc.insecure_channel(target, options=options)
+        self.metadata = settings.metadata
+        self.channel = settings.channel(target)
         self.stub = pb_grpc.EpisodeServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self._lock = threading.Lock()
         self._down_since: float | None = None

@@ -29,7 +29,6 @@ from arbiter.adapters.keys import UNREACHABLE_KEY, adapter_keys, project
 from arbiter.adapters.settings import AdapterSettings
 from arbiter.contract import STATUS_KEYS, Result, Sample, ScoreRequest, Status
 from arbiter.protoconv import request_to_pb, response_from_pb
-from arbiter.tls import grpc_channel_credentials, grpc_channel_options
 from arbiter.v1 import reward_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
@@ -47,24 +46,12 @@ class GatewayConnection:
         self.target = settings.target
         self.fallback_reward = settings.fallback_reward
         self.log_keys = adapter_keys(settings.extra_log_keys)
-        self._metadata = (("authorization", f"Bearer {settings.token}"),) if settings.token else None
-        options = [
+        self._metadata = settings.metadata
+        self._channel = settings.channel(
+            settings.target,
             ("grpc.max_receive_message_length", 64 * 1024 * 1024),
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
-            ("grpc.keepalive_time_ms", 30_000),
-            # Notice a gateway that came back within a couple of seconds, not gRPC's default 2 min.
-            ("grpc.initial_reconnect_backoff_ms", 200),
-            ("grpc.min_reconnect_backoff_ms", 200),
-            ("grpc.max_reconnect_backoff_ms", 2_000),
-        ]
-        if settings.tls is not None:  # ARBITER_GATEWAY_CA_FILE & co. (settings.py)
-            self._channel = grpc.secure_channel(
-                settings.target,
-                grpc_channel_credentials(settings.tls),
-                options=options + grpc_channel_options(settings.tls),
-            )
-        else:
-            self._channel = grpc.insecure_channel(settings.target, options=options)
+        )
         self._stub = pb_grpc.RewardServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._lock = threading.Lock()
         self._down_since: float | None = None  # set when a wait ran out; cleared by an answer

@@ -24,9 +24,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import grpc
 
 from arbiter.contract import RESERVED_LOG_KEYS
-from arbiter.tls import ClientTLS
+from arbiter.tls import ClientTLS, grpc_channel_credentials, grpc_channel_options
 
 # Keys the adapters' answers use themselves (veRL: `score`, `acc`): never a passed-on log.
 TAKEN_KEYS = RESERVED_LOG_KEYS | {"acc"}
@@ -51,6 +54,27 @@ class AdapterSettings:
         taken = sorted(TAKEN_KEYS.intersection(self.extra_log_keys))
         if taken:
             raise ValueError(f"ARBITER_LOG_KEYS names {taken}, which the trainer's answer uses itself")
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...] | None:
+        """gRPC call metadata: the bearer token, when there is one."""
+        return (("authorization", f"Bearer {self.token}"),) if self.token else None
+
+    def channel(self, target: str, *options: tuple[str, Any]) -> grpc.Channel:
+        """A channel to `target` that notices a service come back within a couple of seconds
+        (not gRPC's default 2 min), over TLS when the settings ask for it."""
+        common = [
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.initial_reconnect_backoff_ms", 200),
+            ("grpc.min_reconnect_backoff_ms", 200),
+            ("grpc.max_reconnect_backoff_ms", 2_000),
+            *options,
+        ]
+        if self.tls is None:
+            return grpc.insecure_channel(target, options=common)
+        return grpc.secure_channel(
+            target, grpc_channel_credentials(self.tls), options=common + grpc_channel_options(self.tls)
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AdapterSettings:
